@@ -1,0 +1,62 @@
+"""interop_core: route arrays between NumPy, PyTorch, JAX and TensorFlow, zero-copy first.
+
+``import interop_core`` imports the standard library and pluggy only; frameworks are
+imported by the plugins' converters when a route first needs them.
+"""
+
+from .api import (
+    DeviceError,
+    OptionError,
+    default_registry,
+    explain,
+    register,
+    set_default_registry,
+    to,
+    unregister,
+)
+from .errors import (
+    ConversionError,
+    CopyRequiredError,
+    FrameworkNotInstalledError,
+    InteropError,
+    NoRouteError,
+    NotAnArrayError,
+    PluginError,
+    UnknownFrameworkError,
+)
+from .hookspecs import hookimpl, hookspec
+from .planner import Route, Step
+from .registry import Registry
+from .specs import ConverterSpec, Device, FrameworkSpec, PlanKey, TensorInfo
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConversionError",
+    "ConverterSpec",
+    "CopyRequiredError",
+    "Device",
+    "DeviceError",
+    "FrameworkNotInstalledError",
+    "FrameworkSpec",
+    "InteropError",
+    "NoRouteError",
+    "NotAnArrayError",
+    "OptionError",
+    "PlanKey",
+    "PluginError",
+    "Registry",
+    "Route",
+    "Step",
+    "TensorInfo",
+    "UnknownFrameworkError",
+    "__version__",
+    "default_registry",
+    "explain",
+    "hookimpl",
+    "hookspec",
+    "register",
+    "set_default_registry",
+    "to",
+    "unregister",
+]

@@ -1,0 +1,232 @@
+"""The route planner: Dijkstra over converter edges, and the routes and plans it yields.
+
+Nodes are :class:`PlanKey` values (framework, device kind, dtype, layout, read-only,
+aligned, flags) paired with whether the route has copied yet. The cost of a path is the
+tuple (copies, hops, estimated µs), compared in that order, so a route with fewer copies
+always wins (rule 5); every copy moves the array's bytes once, so ordering by copies is
+ordering by bytes moved. Modelled on astropy's TransformGraph: a small Dijkstra of its own
+and a cache that is dropped whenever the graph changes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import RefusedEdge
+from .specs import ConverterSpec, PlanKey, TensorInfo
+
+
+@dataclass(frozen=True)
+class Step:
+    """One conversion step of a route."""
+
+    converter: str
+    plugin: str
+    source: str
+    target: str
+    zero_copy: bool
+    note: str = ""
+
+    def __str__(self) -> str:
+        kind = "zero-copy" if self.zero_copy else "COPY"
+        note = f"  ({self.note})" if self.note else ""
+        return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
+
+
+@dataclass(frozen=True)
+class Route:
+    """What ``to()`` does (or would do) for one object: its steps and what they copy."""
+
+    source: str
+    target: str
+    steps: tuple[Step, ...]
+    #: Steps that copy; 0 means the result shares the input's memory.
+    copies: int
+    #: Bytes the copies move (copies x the array's bytes), when the array is known.
+    bytes_copied: int = 0
+    #: Why zero-copy edges were refused along the way (for routes that copy).
+    refused: tuple[RefusedEdge, ...] = ()
+    #: Caveats of the chosen steps (aliasing immutable memory, dropped autograd, ...).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def zero_copy(self) -> bool:
+        """True when the result will share the input's memory (data pointers equal)."""
+        return self.copies == 0
+
+    def __str__(self) -> str:
+        head = f"Route {self.source} -> {self.target}: "
+        if not self.steps:
+            head += "no conversion needed (the object is returned as it is)"
+        elif self.zero_copy:
+            head += f"zero-copy in {len(self.steps)} step(s)"
+        else:
+            head += f"{self.copies} copy(ies), {self.bytes_copied} bytes copied"
+        lines = [head, *(f"  {i}. {s}" for i, s in enumerate(self.steps, 1))]
+        if self.copies and self.refused:
+            lines.append("  why not zero-copy:")
+            lines.extend(f"  {r}" for r in self.refused)
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def node_name(key: PlanKey) -> str:
+    """A node's readable name, e.g. "numpy@cpu"."""
+    return f"{key.framework}@{key.device}"
+
+
+def advance(key: PlanKey, edge: ConverterSpec) -> PlanKey:
+    """The PlanKey of the result of taking ``edge`` from ``key``."""
+    if edge.zero_copy:
+        layout, aligned, readonly = key.layout, key.aligned, key.readonly
+        if edge.aligned_result is not None:
+            aligned = edge.aligned_result
+    else:
+        layout, aligned, readonly = "C", edge.aligned_result is not False, False
+    if edge.readonly_result is not None:
+        readonly = edge.readonly_result
+    return PlanKey(
+        edge.target, edge.to_device or key.device, key.dtype, layout, readonly, aligned,
+        key.flags & edge.keeps_flags, key.copy,
+    )  # fmt: skip
+
+
+@dataclass
+class Search:
+    """The outcome of one search: the edges of the best path, or every refusal met."""
+
+    path: list[tuple[PlanKey, ConverterSpec]] = field(default_factory=list)
+    found: bool = False
+    refused: list[RefusedEdge] = field(default_factory=list)
+
+
+class Graph:
+    """Converter edges indexed by source framework."""
+
+    def __init__(self, edges: Iterable[ConverterSpec]) -> None:
+        self.edges = tuple(edges)
+        self.by_source: dict[str, list[ConverterSpec]] = defaultdict(list)
+        for e in self.edges:
+            self.by_source[e.source].append(e)
+
+    def search(
+        self,
+        start: PlanKey,
+        target: str,
+        device: str,
+        excluded: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Search:
+        """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``."""
+        want_copy = start.copy is True
+        zero_only = start.copy is False
+        out = Search()
+        refused_seen: set[RefusedEdge] = set()
+        tie = itertools.count()
+        best: dict[tuple[PlanKey, bool], tuple[float, ...]] = {(start, False): (0, 0, 0.0)}
+        back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
+        heap: list[tuple[tuple[float, ...], int, PlanKey, bool]] = [((0, 0, 0.0), 0, start, False)]
+        while heap:
+            cost, _, key, copied = heapq.heappop(heap)
+            if best.get((key, copied)) != cost:
+                continue
+            if key.framework == target and key.device == device and (copied or not want_copy):
+                node: tuple[PlanKey, bool] = (key, copied)
+                while node in back:
+                    prev, edge = back[node]
+                    out.path.append((prev[0], edge))
+                    node = prev
+                out.path.reverse()
+                out.found = True
+                return out
+            for edge in self.by_source.get(key.framework, ()):
+                if key.device not in edge.devices or (edge.plugin, edge.name) in excluded:
+                    continue
+                if zero_only and not edge.zero_copy:
+                    continue
+                reason = edge.accepts(key)
+                if reason is not None:
+                    r = RefusedEdge((edge.name, edge.plugin, edge.edge, reason))
+                    if r not in refused_seen:
+                        refused_seen.add(r)
+                        out.refused.append(r)
+                    continue
+                nxt = (advance(key, edge), copied or not edge.zero_copy)
+                ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
+                if nxt not in best or ncost < best[nxt]:
+                    best[nxt] = ncost
+                    back[nxt] = ((key, copied), edge)
+                    heapq.heappush(heap, (ncost, next(tie), nxt[0], nxt[1]))
+        return out
+
+
+def make_route(
+    info: TensorInfo | None,
+    source: PlanKey,
+    target: str,
+    device: str,
+    path: Sequence[tuple[PlanKey, ConverterSpec]],
+    refused: Sequence[RefusedEdge] = (),
+) -> Route:
+    """Describe a found path as a Route."""
+    steps = tuple(
+        Step(e.name, e.plugin, node_name(k), f"{e.target}@{e.to_device or k.device}",
+             e.zero_copy, e.note)
+        for k, e in path
+    )  # fmt: skip
+    copies = sum(not s.zero_copy for s in steps)
+    notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
+    return Route(
+        source=node_name(source),
+        target=f"{target}@{device}",
+        steps=steps,
+        copies=copies,
+        bytes_copied=copies * info.nbytes if info is not None else 0,
+        refused=tuple(refused) if copies else (),
+        notes=notes,
+    )
+
+
+Runner = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A route bound to its conversion functions: ``run(x)`` performs it."""
+
+    route: Route
+    funcs: tuple[Runner, ...]
+    edges: tuple[ConverterSpec, ...]
+
+    @property
+    def run(self) -> Runner:
+        """The fastest callable performing the route (the single function when one step)."""
+        if not self.funcs:
+            return _identity
+        if len(self.funcs) == 1:
+            return self.funcs[0]
+        funcs = self.funcs
+
+        def run(x: Any) -> Any:
+            for f in funcs:
+                x = f(x)
+            return x
+
+        return run
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+def split_by_alignment(aligned: Callable[[Any], bool], if_aligned: Runner, if_not: Runner) -> Runner:
+    """A runner choosing between two plans by the input's 64-byte alignment."""
+
+    def run(x: Any) -> Any:
+        return if_aligned(x) if aligned(x) else if_not(x)
+
+    return run

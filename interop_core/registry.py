@@ -1,0 +1,212 @@
+"""The registry: specs gathered from the plugins, validated, and the caches built on them.
+
+A :class:`Registry` owns a plugin manager. Building it calls the declaration hooks once
+per plugin (so a failure is pinned on its plugin), stamps each spec with its plugin,
+validates names and edges, and publishes an immutable-by-convention :class:`_State`
+snapshot. Every register/unregister builds a new snapshot, so plans are rebuilt; a call
+in flight keeps the snapshot it started with.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .detect import Detector
+from .errors import (
+    FrameworkNotInstalledError,
+    PluginError,
+    UnknownFrameworkError,
+)
+from .manager import InteropPluginManager, PluginWarning
+from .planner import Graph
+from .specs import ConverterSpec, FrameworkSpec
+
+Runner = Callable[[Any], Any]
+#: (key function, plans by key) for one (source type, target, device, copy) request.
+FastEntry = tuple[Callable[[Any], Hashable], dict[Hashable, Runner]]
+
+
+@dataclass
+class _State:
+    """One consistent build of the registry; replaced wholesale on every change."""
+
+    generation: int
+    frameworks: dict[str, FrameworkSpec]
+    names: dict[str, str]
+    graph: Graph
+    detect: Detector
+    #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
+    fast: dict[tuple[Any, ...], FastEntry] = field(default_factory=dict)
+    #: (source, target, device, copy) -> plans by key; shared by the fast entries.
+    plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = field(default_factory=dict)
+    installed: dict[str, bool] = field(default_factory=dict)
+
+
+class Registry:
+    """Frameworks and converters from the plugins, and the caches planned from them."""
+
+    def __init__(
+        self,
+        manager: InteropPluginManager | None = None,
+        *,
+        builtins: bool = True,
+        entry_points: bool = True,
+    ) -> None:
+        self.pm = manager or InteropPluginManager()
+        self.lock = threading.RLock()
+        if manager is None:
+            if builtins:
+                self.pm.load_builtins()
+            if entry_points:
+                self.pm.load_entry_points()
+        self.state = self._build()
+
+    # -- plugins -------------------------------------------------------------------
+
+    def register(self, plugin: Any, name: str | None = None) -> str:
+        """Register a plugin at run time; plans are rebuilt. Raises PluginError on conflict."""
+        with self.lock:
+            registered = self.pm.register(plugin, name)
+            if registered is None:
+                raise PluginError(f"Plugin {name or plugin!r} is blocked and was not registered.")
+            try:
+                self.state = self._build(strict=registered)
+            except PluginError:
+                self.pm.unregister(name=registered)
+                self.state = self._build()
+                raise
+            return registered
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> None:
+        """Unregister a plugin (by object or name); plans are rebuilt."""
+        with self.lock:
+            self.pm.unregister(plugin, name)
+            self.state = self._build()
+
+    def _collect(self, hook: str, strict: str | None) -> list[tuple[str, Any]]:
+        """Call one declaration hook plugin by plugin, so a failure names its plugin."""
+        results: list[tuple[str, Any]] = []
+        for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            name = impl.plugin_name
+            try:
+                specs = list(impl.function() or ())
+            except Exception as exc:
+                self._fail(name, f"{hook}() raised {type(exc).__name__}: {exc}", strict)
+                continue
+            expected = FrameworkSpec if hook == "interop_frameworks" else ConverterSpec
+            bad = [s for s in specs if not isinstance(s, expected)]
+            if bad:
+                self._fail(name, f"{hook}() returned {bad[0]!r}, not a {expected.__name__}", strict)
+                continue
+            results.extend((name, replace(s, plugin=name)) for s in specs)
+        return results
+
+    def _fail(self, plugin: str, reason: str, strict: str | None) -> None:
+        if plugin == strict:
+            raise PluginError(f"Plugin {plugin!r} is invalid: {reason}")
+        self.pm.drop(plugin, self.pm.distribution_of(plugin) or "registered at run time", reason)
+
+    def _build(self, strict: str | None = None) -> _State:
+        """Gather, stamp and validate the specs into a new state.
+
+        ``strict`` names a plugin being registered now: its faults raise PluginError instead
+        of dropping it with a warning.
+        """
+        while True:
+            generation = self.pm.generation
+            frameworks: dict[str, FrameworkSpec] = {}
+            names: dict[str, str] = {}
+            for plugin, spec in self._collect("interop_frameworks", strict):
+                for alias in (spec.name, *spec.aliases):
+                    owner = names.get(alias.lower())
+                    if owner is not None:
+                        other = frameworks[owner].plugin if owner in frameworks else plugin
+                        self._conflict(plugin, other, f"framework name {alias!r}", strict)
+                        break
+                else:
+                    frameworks[spec.name] = spec
+                    names.update((a.lower(), spec.name) for a in (spec.name, *spec.aliases))
+                if generation != self.pm.generation:
+                    break
+            if generation != self.pm.generation:
+                continue  # a plugin was dropped: gather again without it
+            edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
+            if generation == self.pm.generation:
+                return _State(generation, frameworks, names, Graph(edges), Detector(frameworks.values()))
+
+    def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
+        reason = f"{what} is already declared by plugin {other!r}"
+        if plugin == strict or other == strict:
+            raise PluginError(f"Plugins {plugin!r} and {other!r} conflict: {reason}.")
+        self._fail(plugin, reason, strict)
+
+    def _validate_edges(
+        self, edges: Iterable[tuple[str, ConverterSpec]], frameworks: dict[str, FrameworkSpec]
+    ) -> list[ConverterSpec]:
+        valid: list[ConverterSpec] = []
+        seen: dict[tuple[str, str, str], str] = {}
+        for plugin, edge in edges:
+            missing = [f for f in (edge.source, edge.target) if f not in frameworks]
+            if missing:
+                warnings.warn(
+                    f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
+                    f"framework {missing[0]!r}.",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+                continue
+            ident = (edge.source, edge.target, edge.name)
+            if ident in seen and seen[ident] != plugin:
+                warnings.warn(
+                    f"Converter {edge.name!r} [{edge.edge}] is declared by plugins "
+                    f"{seen[ident]!r} and {plugin!r}; both are kept as separate edges.",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+            seen[ident] = plugin
+            valid.append(edge)
+        return valid
+
+    # -- names ---------------------------------------------------------------------
+
+    def resolve(self, target: Any, state: _State | None = None) -> FrameworkSpec:
+        """The spec a target names: a name or alias (any case) or a framework module."""
+        st = state or self.state
+        if isinstance(target, str):
+            name = st.names.get(target.lower())
+            if name is None:
+                raise UnknownFrameworkError(target, st.names)
+        elif type(target).__name__ == "module":
+            top = target.__name__.partition(".")[0]
+            found = [s.name for s in st.frameworks.values() if s.import_name == top]
+            if not found:
+                raise UnknownFrameworkError(target.__name__, st.names)
+            name = found[0]
+        else:
+            raise UnknownFrameworkError(repr(target), st.names)
+        spec = st.frameworks[name]
+        if not self.installed(spec, st):
+            raise FrameworkNotInstalledError(
+                spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
+            )
+        return spec
+
+    def installed(self, spec: FrameworkSpec, state: _State | None = None) -> bool:
+        """Whether the framework can be imported (checked without importing it)."""
+        st = state or self.state
+        found = st.installed.get(spec.name)
+        if found is None:
+            mod = spec.import_name
+            try:
+                found = mod in sys.modules or importlib.util.find_spec(mod) is not None
+            except (ImportError, ValueError):
+                found = False
+            st.installed[spec.name] = found
+        return found
+

@@ -1,0 +1,205 @@
+"""Planning and running the route for one array: the slow path behind ``to()``.
+
+The slow path describes the array, plans its route, binds the converters, stores the
+runner in the plan cache (keyed only by what predicates read) and runs the steps one by
+one, so that a step failing with BufferError/NotImplementedError can be excluded and the
+route re-planned once (rule 6). The warm path in :mod:`interop_core.api` only looks the
+runner up again.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Hashable
+from dataclasses import replace
+from typing import Any
+
+from .errors import (
+    ConversionError,
+    CopyRequiredError,
+    FrameworkNotInstalledError,
+    InteropError,
+    NoRouteError,
+    RefusedEdge,
+)
+from .manager import PluginWarning
+from .planner import Plan, Route, make_route, split_by_alignment
+from .registry import Registry, Runner, _State
+from .specs import ConverterSpec, Device, FrameworkSpec, TensorInfo
+
+Excluded = frozenset[tuple[str, str]]
+
+
+def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
+    """The spec's description of ``obj``, with a framework failure turned into an InteropError."""
+    try:
+        return spec.describe(obj)
+    except InteropError:
+        raise
+    except Exception as exc:
+        raise ConversionError(
+            f"Plugin {spec.plugin!r} could not describe this {spec.name} object "
+            f"({type(obj).__name__}): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _what(info: TensorInfo, target: str, device: Device) -> str:
+    shape = "x".join(map(str, info.shape)) or "0-d"
+    return (
+        f"from {info.framework} {info.dtype} {shape} ({info.layout} layout) on {info.device} "
+        f"to {target} on {device}"
+    )
+
+
+def plan(
+    st: _State,
+    info: TensorInfo,
+    target: FrameworkSpec,
+    device: Device,
+    copy: bool | None,
+    excluded: Excluded = frozenset(),
+) -> Plan:
+    """The cheapest route for ``info``, bound to its functions; raises when there is none."""
+    what = _what(info, target.name, device)
+    if info.dtype not in target.dtypes:
+        reason = RefusedEdge(("(dtype check)", target.plugin, f"*->{target.name}",
+                              f"{target.name} has no dtype {info.dtype}"))  # fmt: skip
+        raise NoRouteError(what, [reason], f"Cast the array to a dtype {target.name} can hold.")
+    key = info.plan_key(copy)
+    found = st.graph.search(key, target.name, device.kind, excluded)
+    if not found.found:
+        if copy is False and st.graph.search(replace(key, copy=None), target.name,
+                                             device.kind, excluded).found:  # fmt: skip
+            raise CopyRequiredError(what, found.refused)
+        advice = ""
+        if device.kind != info.device.kind:
+            advice = f"No plugin moves {info.framework} arrays from {info.device.kind} to {device.kind}."
+        raise NoRouteError(what, found.refused, advice)
+    route = make_route(info, key, target.name, device.kind, found.path, found.refused)
+    edges = tuple(e for _, e in found.path)
+    return Plan(route, tuple(_bind(e, device) for e in edges), edges)
+
+
+def _bind(edge: ConverterSpec, device: Device) -> Callable[[Any], Any]:
+    try:
+        func = edge.load()
+    except ImportError as exc:
+        raise FrameworkNotInstalledError(edge.target, f"pip install interop-core[{edge.target}]") from exc
+    except Exception as exc:
+        raise ConversionError(
+            f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to load: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    return functools.partial(func, device=device) if edge.to_device else func
+
+
+def explain_array(
+    reg: Registry, obj: Any, spec: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None,
+) -> Route:  # fmt: skip
+    """The Route ``to()`` would take, without converting."""
+    info = describe(spec, obj)
+    return plan(reg.state, info, target, device or info.device, copy).route
+
+
+def convert_array(
+    reg: Registry,
+    obj: Any,
+    spec: FrameworkSpec,
+    target: FrameworkSpec,
+    device: Device | None,
+    copy: bool | None,
+    fast_key: tuple[Any, ...] | None,
+) -> Any:
+    """Plan (or look up) the route for ``obj``, cache its runner, and run it step by step.
+
+    ``fast_key`` is the warm-path key (type, target, device, copy) as the user gave them,
+    or None when they are not hashable (nothing is cached then).
+    """
+    st = reg.state
+    info = describe(spec, obj)
+    dev = device or info.device
+    the_plan = plan(st, info, target, dev, copy)
+    if fast_key is not None:
+        _cache(reg, st, obj, info, spec, target, dev, copy, the_plan, fast_key)
+    return _execute(the_plan, obj, info, retry=lambda edge: _retry(st, obj, info, target, dev, copy, edge))
+
+
+def _retry(
+    st: _State, obj: Any, info: TensorInfo, target: FrameworkSpec, device: Device,
+    copy: bool | None, failed: ConverterSpec,
+) -> Any:  # fmt: skip
+    again = plan(st, info, target, device, copy, frozenset({(failed.plugin, failed.name)}))
+    return _execute(again, obj, info, retry=None)
+
+
+def _execute(
+    the_plan: Plan, obj: Any, info: TensorInfo, retry: Callable[[ConverterSpec], Any] | None
+) -> Any:
+    x = obj
+    for func, edge in zip(the_plan.funcs, the_plan.edges, strict=True):
+        try:
+            x = func(x)
+        except InteropError:
+            raise
+        except (BufferError, NotImplementedError) as exc:
+            if retry is None:
+                raise ConversionError(_failure(edge, info, exc) + " Re-planning found no other route.") from exc
+            warnings.warn(_failure(edge, info, exc) + " Re-planning without it.", PluginWarning, stacklevel=5)
+            return retry(edge)
+        except Exception as exc:
+            raise ConversionError(_failure(edge, info, exc)) from exc
+    return x
+
+
+def _failure(edge: ConverterSpec, info: TensorInfo, exc: BaseException) -> str:
+    return (
+        f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed on a "
+        f"{info.dtype} {info.layout} array of shape {info.shape}: {type(exc).__name__}: {exc}."
+    )
+
+
+def _cache(
+    reg: Registry, st: _State, obj: Any, info: TensorInfo, spec: FrameworkSpec,
+    target: FrameworkSpec, device: Device, copy: bool | None, the_plan: Plan,
+    fast_key: tuple[Any, ...],
+) -> None:  # fmt: skip
+    """Store the runner under the key predicates read, and the warm-path entry for it."""
+    run: Runner = the_plan.run
+    if spec.aligned is not None:
+        # Alignment is the one field too costly to read on every call: plan both ways and
+        # read it per call only when the routes differ.
+        flipped = replace(info, aligned=not info.aligned)
+        try:
+            other: Plan | None = plan(st, flipped, target, device, copy)
+        except InteropError:
+            other = None  # that alignment raises: leave it to the slow path
+        if other is None or other.edges != the_plan.edges:
+            other_run = other.run if other is not None else _uncached(reg, spec, target, device, copy)
+            aligned_run, unaligned_run = (run, other_run) if info.aligned else (other_run, run)
+            run = split_by_alignment(spec.aligned, aligned_run, unaligned_run)
+    states = tuple(s.state for s in (spec, target) if s.state is not None)
+    keyfn: Callable[[Any], Hashable] = spec.key
+    if states:
+        base = spec.key
+
+        def keyfn(x: Any) -> Hashable:
+            return (base(x), *(f() for f in states))
+
+    try:
+        key = keyfn(obj)
+        plans = st.plans.setdefault((spec.name, target.name, device, copy), {})
+        plans[key] = run
+        st.fast[fast_key] = (keyfn, plans)
+    except TypeError:  # an unhashable key: this object stays on the slow path
+        pass
+
+
+def _uncached(
+    reg: Registry, spec: FrameworkSpec, target: FrameworkSpec, device: Device, copy: bool | None
+) -> Runner:
+    def run(x: Any) -> Any:
+        return convert_array(reg, x, spec, target, device, copy, None)
+
+    return run

@@ -1,0 +1,222 @@
+"""Immutable specs that plugins declare, and the descriptions the core derives from objects.
+
+Plugins return :class:`FrameworkSpec` and :class:`ConverterSpec` from their hooks; the
+registry stamps each with the plugin that gave it (``dataclasses.replace``), validates it and
+builds the route graph from them. :class:`TensorInfo` describes one array;
+:class:`PlanKey` is the part of it that converter predicates may read and that keys the plan
+cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Layout classes, from the most to the least compact.
+LAYOUTS = ("C", "F", "strided", "negative", "broadcast")
+
+#: Canonical dtype names shared by every plugin (framework dtypes map onto these).
+DTYPES = (
+    "bool",
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+    "complex64", "complex128",
+    "float8_e4m3fn", "float8_e5m2",
+)  # fmt: skip
+
+#: Bytes per element of each canonical dtype.
+ITEMSIZE = {
+    "bool": 1, "int8": 1, "uint8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "int16": 2, "uint16": 2, "float16": 2, "bfloat16": 2,
+    "int32": 4, "uint32": 4, "float32": 4,
+    "int64": 8, "uint64": 8, "float64": 8, "complex64": 8,
+    "complex128": 16,
+}  # fmt: skip
+
+#: Address alignment (bytes) that zero-copy consumers such as JAX on CPU require.
+ALIGNMENT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """Where an array lives: a kind ("cpu", "cuda", ...) and an index."""
+
+    kind: str = "cpu"
+    index: int = 0
+
+    @classmethod
+    def parse(cls, spec: str) -> Device:
+        """Parse "cpu", "cuda", "cuda:1" (case-insensitive)."""
+        kind, _, index = spec.strip().lower().partition(":")
+        if not kind or (index and not index.isdigit()):
+            raise ValueError(f"cannot parse device {spec!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+        return cls(kind, int(index) if index else 0)
+
+    def __str__(self) -> str:
+        return self.kind if self.kind == "cpu" else f"{self.kind}:{self.index}"
+
+
+CPU = Device()
+
+
+def classify_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
+    """Layout class of a strided array; strides in bytes. Size-1 and empty dims never count."""
+    if any(n == 0 for n in shape):
+        return "C"
+    dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
+    if any(s == 0 for _, s in dims):
+        return "broadcast"
+    if any(s < 0 for _, s in dims):
+        return "negative"
+    expected = itemsize
+    for n, s in reversed(dims):
+        if s != expected:
+            break
+        expected *= n
+    else:
+        return "C"
+    expected = itemsize
+    for n, s in dims:
+        if s != expected:
+            return "strided"
+        expected *= n
+    return "F"
+
+
+@dataclass(frozen=True, slots=True)
+class PlanKey:
+    """What a converter predicate may read about the array at one node of a route.
+
+    The plan cache is keyed by exactly these fields (plus the target and options), so a
+    predicate that reads only them keeps the cache faithful.
+    """
+
+    framework: str
+    device: str
+    dtype: str
+    layout: str
+    readonly: bool
+    aligned: bool
+    flags: frozenset[str] = frozenset()
+    copy: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TensorInfo:
+    """A description of one array, made without converting it."""
+
+    framework: str
+    dtype: str
+    device: Device
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    layout: str
+    readonly: bool
+    aligned: bool
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return ITEMSIZE.get(self.dtype, 0)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the elements occupy (a broadcast view counts its logical size)."""
+        n = self.itemsize
+        for d in self.shape:
+            n *= d
+        return n
+
+    def plan_key(self, copy: bool | None = None) -> PlanKey:
+        """The fields a predicate may read, with the user's copy request."""
+        return PlanKey(
+            self.framework, self.device.kind, self.dtype, self.layout,
+            self.readonly, self.aligned, self.flags, copy,
+        )  # fmt: skip
+
+
+def _accept_all(key: PlanKey) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class FrameworkSpec:
+    """A framework a plugin teaches the core about.
+
+    Detection looks only in ``sys.modules``: ``array_types`` are dotted paths resolved
+    from already-imported modules, so the core never imports a framework to find out.
+    """
+
+    name: str
+    #: Dotted paths of the array types, e.g. ("torch.Tensor",); resolved lazily.
+    array_types: tuple[str, ...]
+    #: Full description of an array of this framework (slow path, explain, tests).
+    describe: Callable[[Any], TensorInfo]
+    #: Cheap hashable that determines every PlanKey field except ``aligned`` (warm path).
+    key: Callable[[Any], Hashable]
+    #: Address of the first element (memory-sharing checks, doctor).
+    data_ptr: Callable[[Any], int]
+    #: Build an example array from a nested list and a canonical dtype (doctor, tests).
+    example: Callable[[Any, str], Any]
+    #: Canonical dtype names this framework can hold.
+    dtypes: frozenset[str]
+    aliases: tuple[str, ...] = ()
+    #: Distribution name for version lookup and the install hint.
+    distribution: str = ""
+    install_hint: str = ""
+    #: Is the array's first element 64-byte aligned? None: always is.
+    aligned: Callable[[Any], bool] | None = None
+    #: Global framework state that changes what converters accept (JAX's x64 flag).
+    state: Callable[[], Hashable] | None = None
+    #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it.
+    devices: Callable[[], list[str]] | None = None
+    #: Import name whose presence means "installed" (defaults to ``name``).
+    module: str = ""
+    plugin: str = field(default="", compare=False)
+
+    @property
+    def import_name(self) -> str:
+        """The top-level module that must be in sys.modules before detection looks."""
+        return self.module or self.array_types[0].partition(".")[0]
+
+
+@dataclass(frozen=True)
+class ConverterSpec:
+    """One edge of the route graph: turns an array of ``source`` into one of ``target``.
+
+    ``source == target`` declares an in-framework copy (or layout change).
+    """
+
+    name: str
+    source: str
+    target: str
+    #: Returns the conversion function; called when a plan is built, so it is the place
+    #: to import the framework. The function takes the array (device moves: array, Device).
+    load: Callable[[], Callable[..., Any]]
+    #: True when the result shares the input's memory (data pointers equal).
+    zero_copy: bool
+    #: Returns None to accept, or the reason it refuses this PlanKey.
+    accepts: Callable[[PlanKey], str | None] = _accept_all
+    #: Estimated warm cost in µs: the tie-breaker among routes with equal copies and hops.
+    cost: float = 1.0
+    #: Device kinds the edge works on (and keeps).
+    devices: frozenset[str] = frozenset({"cpu"})
+    #: For a device move: the device kind it moves to.
+    to_device: str | None = None
+    #: Result is read-only (True), writable (False), or like the input (None).
+    readonly_result: bool | None = None
+    #: Result is 64-byte aligned (True), not guaranteed (False), or like the input (None).
+    aligned_result: bool | None = None
+    #: Flags of the input the result keeps (all others are cleared).
+    keeps_flags: frozenset[str] = frozenset()
+    #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
+    note: str = ""
+    plugin: str = field(default="", compare=False)
+
+    @property
+    def edge(self) -> str:
+        """"source->target" for messages."""
+        return f"{self.source}->{self.target}"
