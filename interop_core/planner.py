@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import RefusedEdge
+from .predicates import VARIANT
 from .specs import ConverterSpec, PlanKey, TensorInfo
 
 
@@ -126,6 +127,7 @@ class Graph:
         zero_only = start.copy is False
         out = Search()
         refused_seen: set[RefusedEdge] = set()
+        refusals: list[tuple[tuple[bool, bool, float], int, RefusedEdge]] = []
         tie = itertools.count()
         best: dict[tuple[PlanKey, bool], tuple[float, ...]] = {(start, False): (0, 0, 0.0)}
         back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
@@ -142,7 +144,7 @@ class Graph:
                     node = prev
                 out.path.reverse()
                 out.found = True
-                return out
+                break
             for edge in self.by_source.get(key.framework, ()):
                 if key.device not in edge.devices or (edge.plugin, edge.name) in excluded:
                     continue
@@ -153,7 +155,8 @@ class Graph:
                     r = RefusedEdge((edge.name, edge.plugin, edge.edge, reason))
                     if r not in refused_seen:
                         refused_seen.add(r)
-                        out.refused.append(r)
+                        rank = (edge.target != target, reason.startswith(VARIANT), cost[1])
+                        refusals.append((rank, len(refusals), r))
                     continue
                 nxt = (advance(key, edge), copied or not edge.zero_copy)
                 ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
@@ -161,6 +164,9 @@ class Graph:
                     best[nxt] = ncost
                     back[nxt] = ((key, copied), edge)
                     heapq.heappush(heap, (ncost, next(tie), nxt[0], nxt[1]))
+        # Most useful first: edges into the target, real refusals before variant
+        # mismatches, nearest the source first.
+        out.refused = [r for _, _, r in sorted(refusals)]
         return out
 
 
@@ -186,7 +192,9 @@ def make_route(
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,
-        refused=tuple(refused) if copies else (),
+        refused=tuple(r for r in refused if r[2].endswith(f"->{target}") and not r[3].startswith(VARIANT))
+        if copies
+        else (),
         notes=notes,
     )
 

@@ -43,7 +43,8 @@ class _State:
     detect: Detector
     #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
     fast: dict[tuple[Any, ...], FastEntry] = field(default_factory=dict)
-    #: (source, target, device, copy) -> plans by key; shared by the fast entries.
+    #: (type(obj), target, device, copy) -> plans by key; shared by fast entries that
+    #: name the target differently ("np", "NumPy", the module).
     plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = field(default_factory=dict)
     installed: dict[str, bool] = field(default_factory=dict)
 

@@ -189,7 +189,7 @@ def _cache(
 
     try:
         key = keyfn(obj)
-        plans = st.plans.setdefault((spec.name, target.name, device, copy), {})
+        plans = st.plans.setdefault((type(obj), target.name, device, copy), {})
         plans[key] = run
         st.fast[fast_key] = (keyfn, plans)
     except TypeError:  # an unhashable key: this object stays on the slow path

@@ -1,0 +1,94 @@
+"""Declarative converter predicates: state what an edge needs, get a predicate with reasons.
+
+``ConverterSpec(accepts=Needs(layouts={"C"}, aligned=True))`` refuses any PlanKey that
+breaks a condition and says which one, in words a user can act on. A Needs reads only
+PlanKey fields, so the plan cache stays faithful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .specs import ALIGNMENT, PlanKey
+
+#: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
+OPAQUE_FLAGS = frozenset(
+    {"conj", "neg", "sparse", "quantized", "masked", "sharded", "tracer", "symbolic"}
+)
+
+_FLAG_ADVICE = {
+    "conj": "the tensor has its conjugate bit set (call .resolve_conj())",
+    "neg": "the tensor has its negative bit set (call .resolve_neg())",
+    "sparse": "sparse tensors have no dense buffer to share (call .to_dense() first)",
+    "quantized": "quantized tensors have no plain buffer (call .dequantize() first)",
+    "masked": "a masked array would lose its mask (convert .data and .mask separately)",
+    "sharded": "the array is sharded over several devices (gather it onto one device first)",
+    "tracer": "a traced JAX value has no buffer (convert outside jit/grad/vmap)",
+    "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
+    "requires_grad": "the tensor requires grad",
+}
+
+#: Reasons starting with this mean "another variant of this edge handles it", not a real refusal.
+VARIANT = "handles only"
+
+_X64 = frozenset({"int64", "uint64", "float64", "complex128"})
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Conditions a converter needs of its input; calling it gives None or the refusal reason."""
+
+    #: Layout classes accepted, and the reason given for the others.
+    layouts: frozenset[str] = frozenset({"C", "F", "strided", "negative", "broadcast"})
+    layout_reason: str = ""
+    #: dtypes refused, and why.
+    no_dtypes: frozenset[str] = frozenset()
+    dtype_reason: str = ""
+    #: When set, only these dtypes are accepted (for dtype-specific variants).
+    only_dtypes: frozenset[str] | None = None
+    #: The consumer shares memory only with 64-byte aligned buffers (JAX on CPU).
+    aligned: bool = False
+    #: The consumer would make read-only memory writable: refuse unless copy=False (rule 8).
+    writable: bool = False
+    #: The producer cannot export read-only memory at all.
+    no_readonly: bool = False
+    #: Flags refused (see OPAQUE_FLAGS) and flags that must all be present.
+    no_flags: frozenset[str] = OPAQUE_FLAGS | {"requires_grad"}
+    flags: frozenset[str] = frozenset()
+    #: The consumer is JAX: 64-bit dtypes need jax_enable_x64 (read through ``x64``).
+    x64: Callable[[], bool] | None = None
+    #: An extra condition: returns a reason to refuse, or None.
+    extra: Callable[[PlanKey], str | None] | None = None
+
+    def __call__(self, key: PlanKey) -> str | None:
+        """None when ``key`` meets every condition, else the first reason it does not."""
+        # Variant mismatches first: another edge of the same pair handles those keys.
+        if self.only_dtypes is not None and key.dtype not in self.only_dtypes:
+            return f"{VARIANT} {', '.join(sorted(self.only_dtypes))}"
+        missing = self.flags - key.flags
+        if missing:
+            return f"{VARIANT} arrays with {', '.join(sorted(missing))}"
+        if key.dtype in self.no_dtypes:
+            return self.dtype_reason or f"cannot take dtype {key.dtype}"
+        if self.x64 is not None and key.dtype in _X64 and not self.x64():
+            return (
+                f"jax_enable_x64 is off, so JAX would silently narrow {key.dtype} to 32 bits; "
+                "enable it (jax.config.update('jax_enable_x64', True)) or cast first"
+            )
+        for flag in sorted(key.flags & self.no_flags):
+            return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
+        if key.layout not in self.layouts:
+            return self.layout_reason or f"cannot take a {key.layout}-layout array"
+        if self.aligned and not key.aligned:
+            return f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)"
+        if self.no_readonly and key.readonly:
+            return "the producer refuses to export read-only memory"
+        if self.writable and key.readonly and key.copy is not False:
+            return (
+                "the result would be a writable alias of read-only memory "
+                "(pass copy=False to accept that)"
+            )
+        if self.extra is not None:
+            return self.extra(key)
+        return None

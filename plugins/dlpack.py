@@ -1,0 +1,303 @@
+"""Zero-copy exchange edges between every producer/consumer pair, table-driven.
+
+Each row uses the fastest zero-copy call the pair has (measured in ../shared/FACTS.md):
+``torch.from_numpy`` beats ``torch.from_dlpack``; TensorFlow consumes only legacy
+capsules; JAX imports only compact, 64-byte aligned buffers and narrows 64-bit dtypes
+without x64. Rows route around unsafe paths: torch never sees negative strides (it
+aborts the interpreter on them through DLPack), and numpy's bfloat16/float8 cross as
+same-size unsigned views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from interop_core import ConverterSpec, hookimpl
+from interop_core.predicates import OPAQUE_FLAGS, Needs
+
+from .jax import x64_enabled
+from .numpy import ML_DTYPES, has_ml_dtypes
+
+Loader = Callable[[], Callable[[Any], Any]]
+
+_GRAD_NOTE = "the result is detached from torch's autograd graph"
+_ALIAS_NOTE = (
+    "the torch tensor is a writable alias of {src} memory that {src} treats as immutable; "
+    "writing to it changes the {src} array"
+)
+_RO_NOTE = "the numpy result is a read-only view"
+
+# -- loaders: each imports its frameworks and returns the conversion function ---------
+
+
+def _torch_from_numpy() -> Any:
+    import torch
+
+    return torch.from_numpy
+
+
+def _torch_from_numpy_view() -> Any:
+    """numpy bfloat16/float8 -> torch through a same-size unsigned view (zero-copy)."""
+    import ml_dtypes
+    import numpy as np
+    import torch
+
+    views = {np.dtype(getattr(ml_dtypes, n)): (_uint(n), getattr(torch, n)) for n in ML_DTYPES}
+
+    def convert(x: Any) -> Any:
+        uint, dtype = views[x.dtype]
+        return torch.from_numpy(x.view(uint)).view(dtype)
+
+    return convert
+
+
+def _uint(name: str) -> Any:
+    import numpy as np
+
+    return np.uint16 if name == "bfloat16" else np.uint8
+
+
+def _tensor_numpy() -> Any:
+    import torch
+
+    return torch.Tensor.numpy
+
+
+def _tensor_numpy_detached() -> Any:
+    def convert(t: Any) -> Any:
+        return t.detach().numpy()
+
+    return convert
+
+
+def _tensor_numpy_view() -> Any:
+    """torch bfloat16/float8 -> numpy (ml_dtypes) through a same-size unsigned view."""
+    import ml_dtypes
+    import numpy as np
+    import torch
+
+    views = {getattr(torch, n): (_torch_uint(n), np.dtype(getattr(ml_dtypes, n))) for n in ML_DTYPES}
+
+    def convert(t: Any) -> Any:
+        uint, dtype = views[t.dtype]
+        return t.detach().view(uint).numpy().view(dtype)
+
+    return convert
+
+
+def _torch_uint(name: str) -> Any:
+    import torch
+
+    return torch.uint16 if name == "bfloat16" else torch.uint8
+
+
+def _np_asarray() -> Any:
+    import numpy as np
+
+    return np.asarray
+
+
+def _torch_via_numpy() -> Any:
+    """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from_numpy, asarray = torch.from_numpy, np.asarray
+    # torch warns once per process that the view is not writable: the route's note says so.
+    warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
+
+    def convert(x: Any) -> Any:
+        return from_numpy(asarray(x))
+
+    return convert
+
+
+def _torch_from_dlpack() -> Any:
+    import torch
+
+    return torch.from_dlpack
+
+
+def _tf_from_capsule_of(export: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    import tensorflow as tf
+
+    from_dlpack = tf.experimental.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        return from_dlpack(export(x))
+
+    return convert
+
+
+def _tf_from_protocol() -> Any:
+    """numpy/jax -> TF: TF's importer takes only legacy capsules, so export one first."""
+    return _tf_from_capsule_of(lambda x: x.__dlpack__())
+
+
+def _tf_from_torch() -> Any:
+    import torch.utils.dlpack
+
+    to_dlpack = torch.utils.dlpack.to_dlpack
+    return _tf_from_capsule_of(lambda t: to_dlpack(t.detach()))
+
+
+def _tf_from_numpy_bitcast() -> Any:
+    """numpy bfloat16 -> TF: a uint16 capsule, then tf.bitcast (which shares the buffer)."""
+    import numpy as np
+    import tensorflow as tf
+
+    imported = _tf_from_capsule_of(lambda x: x.view(np.uint16).__dlpack__())
+
+    def convert(x: Any) -> Any:
+        return tf.bitcast(imported(x), tf.bfloat16)
+
+    return convert
+
+
+def _jax_from_dlpack() -> Any:
+    import jax.dlpack
+
+    return jax.dlpack.from_dlpack
+
+
+def _jax_from_torch() -> Any:
+    import jax.dlpack
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(t: Any) -> Any:
+        return from_dlpack(t.detach())
+
+    return convert
+
+
+def _jax_from_numpy_bitcast() -> Any:
+    """numpy bfloat16/float8 -> JAX: unsigned view in, then an XLA bitcast (a copy)."""
+    import jax
+    import jax.dlpack
+    import jax.numpy as jnp
+    import numpy as np
+
+    def convert(x: Any) -> Any:
+        raw = jnp.array(x.view(np.uint16 if x.dtype.itemsize == 2 else np.uint8))
+        return jax.lax.bitcast_convert_type(raw, jnp.dtype(x.dtype))
+
+    return convert
+
+
+# -- the table --------------------------------------------------------------------------
+
+_NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
+_TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
+_JAX_LAYOUT = "JAX imports only compact (C- or F-contiguous) buffers"
+_NP_EXPORT_ML = "numpy cannot export bfloat16/float8 through DLPack"
+_NO_ML = "ml_dtypes is not installed, so numpy has no bfloat16/float8 (pip install ml_dtypes)"
+_DENSE_FLAGS = OPAQUE_FLAGS | {"requires_grad"}
+
+
+def _ml_dtypes_missing(key: Any) -> str | None:
+    return None if has_ml_dtypes() else _NO_ML
+
+
+def _row(
+    source: str, target: str, name: str, load: Loader, cost: float, needs: Needs, *,
+    readonly_result: bool | None = None, note: str = "", devices: tuple[str, ...] = ("cpu",),
+) -> ConverterSpec:  # fmt: skip
+    return ConverterSpec(
+        name=name, source=source, target=target, load=load, zero_copy=True, accepts=needs,
+        cost=cost, readonly_result=readonly_result, note=note, devices=frozenset(devices),
+    )  # fmt: skip
+
+
+def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loader, cost: float,
+                needs: Needs, **kw: Any) -> list[ConverterSpec]:  # fmt: skip
+    """A torch export edge and its variant for tensors that require grad (detached)."""
+    grad = Needs(**{**needs.__dict__, "no_flags": OPAQUE_FLAGS, "flags": frozenset({"requires_grad"})})
+    return [
+        _row(source, target, name, load, cost, needs, **kw),
+        _row(source, target, f"{name} (detached)", detached, cost + 0.4, grad, note=_GRAD_NOTE,
+             **{k: v for k, v in kw.items() if k != "note"}),
+    ]  # fmt: skip
+
+
+ML = frozenset(ML_DTYPES)
+
+
+def rows() -> list[ConverterSpec]:
+    """Every zero-copy exchange edge between the built-in frameworks."""
+    alias = {s: _ALIAS_NOTE.format(src=s) for s in ("JAX", "TensorFlow")}
+    return [
+        # numpy ->
+        _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy, 0.5,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
+                   no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
+                   writable=True)),
+        _row("numpy", "torch", "torch.from_numpy (unsigned view)", _torch_from_numpy_view, 1.5,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
+                   only_dtypes=ML, writable=True)),
+        _row("numpy", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 0.9,
+             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, no_dtypes=ML,
+                   dtype_reason=_NP_EXPORT_ML, no_readonly=True)),
+        _row("numpy", "tensorflow", "tf from_dlpack(uint16 capsule) + bitcast",
+             _tf_from_numpy_bitcast, 3.0,
+             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
+                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True)),
+        _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
+             Needs(layouts=frozenset({"C", "F"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
+                   dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, x64=x64_enabled)),
+        # torch ->
+        *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
+                     0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
+                                 no_flags=_DENSE_FLAGS)),
+        _row("torch", "numpy", "Tensor.view(uint).numpy().view(ml_dtypes)", _tensor_numpy_view,
+             2.0, Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS, extra=_ml_dtypes_missing)),
+        *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
+                     _tf_from_torch, 1.2,
+                     Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
+                           no_flags=_DENSE_FLAGS), devices=("cpu", "cuda")),
+        *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch, _jax_from_torch,
+                     36.0, Needs(layouts=frozenset({"C", "F"}), layout_reason=_JAX_LAYOUT,
+                                 aligned=True, no_flags=_DENSE_FLAGS, x64=x64_enabled),
+                     devices=("cpu", "cuda")),
+        # jax ->
+        _row("jax", "numpy", "np.asarray", _np_asarray, 0.7,
+             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+        _row("jax", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.35,
+             Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
+                   no_flags=OPAQUE_FLAGS), note=alias["JAX"]),
+        _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
+        _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
+             Needs(no_flags=OPAQUE_FLAGS), devices=("cpu", "cuda")),
+        # tensorflow ->
+        _row("tensorflow", "numpy", "np.asarray", _np_asarray, 0.65,
+             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+        _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
+             Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
+                   no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
+        _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"], devices=("cpu", "cuda")),
+        _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
+             Needs(aligned=True, no_flags=OPAQUE_FLAGS, x64=x64_enabled),
+             devices=("cpu", "cuda")),
+    ]  # fmt: skip
+
+
+def copy_rows() -> list[ConverterSpec]:
+    """Copy edges for what no zero-copy edge can carry."""
+    return [
+        ConverterSpec(
+            name="jax.lax.bitcast_convert_type(uint view)", source="numpy", target="jax",
+            load=_jax_from_numpy_bitcast, zero_copy=False, cost=40.0,
+            accepts=Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS),
+        ),
+    ]  # fmt: skip
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """Zero-copy exchange edges, plus the copies no framework copy can replace."""
+    return rows() + copy_rows()

@@ -1,0 +1,169 @@
+"""JAX: framework spec (with the x64 flag as state), the in-framework copy, device moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.predicates import Needs
+from interop_core.specs import DTYPES
+
+
+def x64_enabled() -> bool:
+    """JAX's jax_enable_x64 flag: without it JAX narrows 64-bit inputs to 32 bits."""
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+def _device(d: Any) -> Device:
+    return Device("cuda" if d.platform == "gpu" else d.platform, int(d.id))
+
+
+def _is_tracer(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def describe(x: Any) -> TensorInfo:
+    """Describe a jax.Array (always C-contiguous, never marked read-only)."""
+    shape = tuple(x.shape)
+    itemsize = x.dtype.itemsize
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    flags: set[str] = set()
+    if _is_tracer(x):
+        flags.add("tracer")
+        device = Device("cpu")
+    else:
+        devices = list(x.devices())
+        if len(devices) > 1:
+            flags.add("sharded")
+        device = _device(devices[0])
+    return TensorInfo(
+        framework="jax",
+        dtype=str(x.dtype),
+        device=device,
+        shape=shape,
+        strides=tuple(reversed(strides)),
+        layout="C",
+        readonly=False,
+        aligned=True,
+        flags=frozenset(flags),
+    )
+
+
+def key(x: Any) -> Any:
+    """Warm-path key: dtype and sharding (which fixes the device)."""
+    try:
+        return (x.dtype, x.sharding)
+    except Exception:  # a tracer has no concrete sharding
+        return (x.dtype, None)
+
+
+def data_ptr(x: Any) -> int:
+    """Address of the first element (single-device arrays)."""
+    return int(x.unsafe_buffer_pointer())
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A jax.Array of ``data`` with canonical ``dtype``."""
+    import jax.numpy as jnp
+
+    return jnp.asarray(data, dtype=dtype)
+
+
+def _devices() -> list[str]:
+    import jax
+
+    return [str(_device(d)) for d in jax.devices()]
+
+
+def _load_copy() -> Any:
+    import jax.numpy as jnp
+
+    def copy(x: Any) -> Any:
+        return jnp.array(x, copy=True)
+
+    return copy
+
+
+def _gpu_reason(key: Any) -> str | None:
+    import jax
+
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        return "JAX sees no GPU on this machine"
+    return None
+
+
+def _load_put(platform: str) -> Any:
+    import jax
+
+    def put(x: Any, device: Device) -> Any:
+        return jax.device_put(x, jax.devices(platform)[device.index])
+
+    return put
+
+
+_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}), x64=x64_enabled)
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """JAX: jax.Array; 64-bit dtypes only with jax_enable_x64."""
+    return [
+        FrameworkSpec(
+            name="jax",
+            array_types=("jax.Array",),
+            describe=describe,
+            key=key,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES),
+            distribution="jax",
+            install_hint="pip install 'interop-core[jax]'",
+            state=x64_enabled,
+            devices=_devices,
+        )
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The JAX copy and device moves."""
+    return [
+        ConverterSpec(
+            name="jnp.array(copy=True)",
+            source="jax",
+            target="jax",
+            load=_load_copy,
+            zero_copy=False,
+            accepts=_PLAIN,
+            devices=frozenset({"cpu", "cuda"}),
+            cost=5.0,
+        ),
+        ConverterSpec(
+            name="jax.device_put(gpu)",
+            source="jax",
+            target="jax",
+            load=lambda: _load_put("gpu"),
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"sharded", "tracer"}), extra=_gpu_reason),
+            to_device="cuda",
+        ),
+        ConverterSpec(
+            name="jax.device_put(cpu)",
+            source="jax",
+            target="jax",
+            load=lambda: _load_put("cpu"),
+            zero_copy=False,
+            accepts=_PLAIN,
+            devices=frozenset({"cuda"}),
+            to_device="cpu",
+        ),
+    ]

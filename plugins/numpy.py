@@ -1,0 +1,159 @@
+"""NumPy: framework spec and the in-framework copy (into a 64-byte aligned buffer)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.predicates import Needs
+from interop_core.specs import ALIGNMENT, CPU, DTYPES, classify_layout
+
+# ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
+_C, _F, _WRITEABLE = 0x1, 0x2, 0x400
+_KEY_BITS = _C | _F | _WRITEABLE
+#: dtypes that numpy holds only through ml_dtypes.
+ML_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+
+def has_ml_dtypes() -> bool:
+    """Whether ml_dtypes (numpy's bfloat16/float8) can be imported."""
+    return importlib.util.find_spec("ml_dtypes") is not None
+
+
+def dtype_name(dt: Any) -> str:
+    """Canonical name of a numpy dtype (non-native byte order is marked so none accepts it)."""
+    name = str(dt.name)
+    if not dt.isnative:
+        return f"{name} (non-native byte order)"
+    return name
+
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype for a canonical name (ml_dtypes for bfloat16/float8)."""
+    import numpy as np
+
+    if name in ML_DTYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def _layout(x: Any) -> str:
+    bits = x.flags.num
+    if bits & _C:
+        return "C"
+    if bits & _F:
+        return "F"
+    return classify_layout(x.shape, x.strides, x.itemsize)
+
+
+def _flags(x: Any) -> frozenset[str]:
+    import numpy as np
+
+    return frozenset({"masked"}) if isinstance(x, np.ma.MaskedArray) else frozenset()
+
+
+def describe(x: Any) -> TensorInfo:
+    """Describe an ndarray without copying it."""
+    return TensorInfo(
+        framework="numpy",
+        dtype=dtype_name(x.dtype),
+        device=CPU,
+        shape=tuple(x.shape),
+        strides=tuple(x.strides),
+        layout=_layout(x),
+        readonly=not x.flags.writeable,
+        aligned=x.ctypes.data % ALIGNMENT == 0,
+        flags=_flags(x),
+    )
+
+
+def key(x: Any) -> Any:
+    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither)."""
+    bits = x.flags.num & _KEY_BITS
+    if bits & (_C | _F):
+        return (x.dtype, bits)
+    return (x.dtype, bits, classify_layout(x.shape, x.strides, x.itemsize))
+
+
+def aligned(x: Any) -> bool:
+    """Is the first element 64-byte aligned?"""
+    return bool(x.ctypes.data % ALIGNMENT == 0)
+
+
+def data_ptr(x: Any) -> int:
+    """Address of the first element."""
+    return int(x.ctypes.data)
+
+
+def example(data: Any, dtype: str) -> Any:
+    """An ndarray of ``data`` with canonical ``dtype``."""
+    import numpy as np
+
+    return np.asarray(data, dtype=numpy_dtype(dtype))
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -buf.ctypes.data % ALIGNMENT
+    return buf[start : start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(x: Any) -> Any:
+    """A C-contiguous, 64-byte aligned copy of ``x`` (the bytes are moved once)."""
+    import numpy as np
+
+    if x.dtype.hasobject:  # object pointers must be copied by numpy's own refcounting path
+        return np.array(x, order="C", copy=True)
+    out = aligned_empty(x.shape, x.dtype)
+    np.copyto(out, x, casting="no")
+    return out
+
+
+def _devices() -> list[str]:
+    return ["cpu"]
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """NumPy: ndarray on the CPU; bfloat16/float8 with ml_dtypes installed."""
+    return [
+        FrameworkSpec(
+            name="numpy",
+            aliases=("np",),
+            array_types=("numpy.ndarray",),
+            describe=describe,
+            key=key,
+            aligned=aligned,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(d for d in DTYPES if d not in ML_DTYPES or has_ml_dtypes()),
+            distribution="numpy",
+            install_hint="pip install 'interop-core[numpy]'",
+            devices=_devices,
+        )
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The numpy copy: C-contiguous, writable and 64-byte aligned."""
+    return [
+        ConverterSpec(
+            name="numpy aligned copy",
+            source="numpy",
+            target="numpy",
+            load=lambda: aligned_copy,
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"masked"})),
+            cost=1.0,
+        )
+    ]
+

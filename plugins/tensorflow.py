@@ -1,0 +1,136 @@
+"""TensorFlow: framework spec and the in-framework copy."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.predicates import Needs
+from interop_core.specs import ALIGNMENT, DTYPES
+
+#: TensorFlow holds float8 types but cannot exchange them through DLPack.
+_NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
+
+
+def capsule_data_ptr(capsule: Any) -> int:
+    """Address of the first element of a legacy "dltensor" DLPack capsule."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = get(capsule, b"dltensor")
+    # DLTensor: void* data; DLDevice (8 B); int32 ndim; DLDataType (4 B); int64* shape;
+    # int64* strides; uint64 byte_offset -> byte_offset sits 40 bytes in.
+    data = ctypes.c_void_p.from_address(managed).value or 0
+    return data + ctypes.c_uint64.from_address(managed + 40).value
+
+
+def parse_device(name: str) -> Device:
+    """Device of a TF device string ("/job:localhost/.../device:CPU:0")."""
+    kind, _, index = name.rpartition("device:")[2].partition(":")
+    kind = kind.lower()
+    return Device("cuda" if kind == "gpu" else kind or "cpu", int(index or 0))
+
+
+def _symbolic(t: Any) -> bool:
+    return type(t).__name__ != "EagerTensor"
+
+
+def describe(t: Any) -> TensorInfo:
+    """Describe an eager tf.Tensor (always C-contiguous)."""
+    shape = tuple(int(d) if d is not None else -1 for d in t.shape)
+    itemsize = t.dtype.size
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    symbolic = _symbolic(t)
+    return TensorInfo(
+        framework="tensorflow",
+        dtype=t.dtype.name,
+        device=Device() if symbolic else parse_device(t.device),
+        shape=shape,
+        strides=tuple(reversed(strides)),
+        layout="C",
+        readonly=False,
+        aligned=True if symbolic else aligned(t),
+        flags=frozenset({"symbolic"}) if symbolic else frozenset(),
+    )
+
+
+def key(t: Any) -> Any:
+    """Warm-path key: dtype and device string."""
+    return (t.dtype, t.device)
+
+
+def data_ptr(t: Any) -> int:
+    """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
+    import tensorflow as tf
+
+    return capsule_data_ptr(tf.experimental.dlpack.to_dlpack(t))
+
+
+def aligned(t: Any) -> bool:
+    """Is the first element 64-byte aligned? (TF imports DLPack buffers at any offset.)"""
+    return data_ptr(t) % ALIGNMENT == 0
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A tf.Tensor of ``data`` with canonical ``dtype``."""
+    import tensorflow as tf
+
+    return tf.constant(data, dtype=getattr(tf, dtype))
+
+
+def _devices() -> list[str]:
+    import tensorflow as tf
+
+    return [str(parse_device(d.name)) for d in tf.config.list_logical_devices()]
+
+
+def _load_copy() -> Any:
+    import tensorflow as tf
+
+    deep_copy = tf.raw_ops.DeepCopy
+
+    def copy(t: Any) -> Any:
+        return deep_copy(x=t)  # tf.identity would return the same buffer
+
+    return copy
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """TensorFlow: eager tf.Tensor (symbolic tensors inside tf.function are refused)."""
+    return [
+        FrameworkSpec(
+            name="tensorflow",
+            aliases=("tf",),
+            array_types=("tensorflow.Tensor",),
+            describe=describe,
+            key=key,
+            aligned=aligned,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES) - _NO_INTEROP,
+            distribution="tensorflow",
+            install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
+            devices=_devices,
+        )
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The TensorFlow copy (DeepCopy: a new buffer, C-contiguous)."""
+    return [
+        ConverterSpec(
+            name="tf.raw_ops.DeepCopy",
+            source="tensorflow",
+            target="tensorflow",
+            load=_load_copy,
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"symbolic"})),
+            devices=frozenset({"cpu", "cuda"}),
+            cost=3.0,
+        )
+    ]

@@ -1,0 +1,189 @@
+"""PyTorch: framework spec, the in-framework copy and CPU<->CUDA moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.predicates import Needs
+from interop_core.specs import ALIGNMENT, DTYPES, classify_layout
+
+
+def dtype_name(dt: Any) -> str:
+    """Canonical name of a torch dtype ("torch.float32" -> "float32")."""
+    return str(dt).removeprefix("torch.")
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype for a canonical name."""
+    import torch
+
+    return getattr(torch, name)
+
+
+def _flags(t: Any) -> frozenset[str]:
+    import torch
+
+    flags = []
+    if t.requires_grad:
+        flags.append("requires_grad")
+    if t.layout != torch.strided:
+        flags.append("sparse")
+    elif t.is_quantized:
+        flags.append("quantized")
+    else:
+        if t.is_conj():
+            flags.append("conj")
+        if t.is_neg():
+            flags.append("neg")
+    return frozenset(flags)
+
+
+def describe(t: Any) -> TensorInfo:
+    """Describe a tensor without copying it."""
+    import torch
+
+    dense = t.layout == torch.strided
+    itemsize = t.element_size()
+    strides = tuple(s * itemsize for s in t.stride()) if dense else None
+    shape = tuple(t.shape)
+    return TensorInfo(
+        framework="torch",
+        dtype=dtype_name(t.dtype),
+        device=Device(t.device.type, t.device.index or 0),
+        shape=shape,
+        strides=strides,
+        layout=classify_layout(shape, strides, itemsize) if strides is not None else "C",
+        readonly=False,
+        aligned=not dense or t.data_ptr() % ALIGNMENT == 0,
+        flags=_flags(t),
+    )
+
+
+def key(t: Any) -> Any:
+    """Warm-path key: dtype, device, layout kind, grad and view bits (strides if not contiguous)."""
+    k = (t.dtype, t.device, t.layout, t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
+    if k[-1]:
+        return k
+    import torch
+
+    if k[2] != torch.strided:
+        return k
+    return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
+
+
+def aligned(t: Any) -> bool:
+    """Is the first element 64-byte aligned?"""
+    return bool(t.data_ptr() % ALIGNMENT == 0)
+
+
+def data_ptr(t: Any) -> int:
+    """Address of the first element."""
+    return int(t.data_ptr())
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A tensor of ``data`` with canonical ``dtype``."""
+    import torch
+
+    return torch.tensor(data, dtype=torch_dtype(dtype))
+
+
+def _devices() -> list[str]:
+    import torch
+
+    return ["cpu", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+
+
+def _load_copy() -> Any:
+    import torch
+
+    contiguous = torch.contiguous_format
+
+    def copy(t: Any) -> Any:
+        # copy_ materialises conj/neg bits and stays on the autograd graph: one copy.
+        return torch.empty_like(t, memory_format=contiguous).copy_(t)
+
+    return copy
+
+
+def _cuda_reason(key: Any) -> str | None:
+    import torch
+
+    return None if torch.cuda.is_available() else "torch sees no CUDA device on this machine"
+
+
+def _load_to_cuda() -> Any:
+    def to_cuda(t: Any, device: Device) -> Any:
+        return t.to(f"cuda:{device.index}")
+
+    return to_cuda
+
+
+def _load_to_cpu() -> Any:
+    def to_cpu(t: Any, device: Device) -> Any:
+        return t.cpu()
+
+    return to_cpu
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """PyTorch: torch.Tensor on CPU or CUDA."""
+    return [
+        FrameworkSpec(
+            name="torch",
+            aliases=("pytorch",),
+            array_types=("torch.Tensor",),
+            describe=describe,
+            key=key,
+            aligned=aligned,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES),
+            distribution="torch",
+            install_hint="pip install 'interop-core[torch]'",
+            devices=_devices,
+        )
+    ]
+
+
+_DENSE = Needs(no_flags=frozenset({"sparse", "quantized"}))
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The torch copy (contiguous, keeps autograd) and device moves."""
+    return [
+        ConverterSpec(
+            name="torch contiguous copy",
+            source="torch",
+            target="torch",
+            load=_load_copy,
+            zero_copy=False,
+            accepts=_DENSE,
+            devices=frozenset({"cpu", "cuda"}),
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+        ConverterSpec(
+            name="Tensor.to(cuda)",
+            source="torch",
+            target="torch",
+            load=_load_to_cuda,
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"sparse", "quantized"}), extra=_cuda_reason),
+            to_device="cuda",
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+        ConverterSpec(
+            name="Tensor.cpu()",
+            source="torch",
+            target="torch",
+            load=_load_to_cpu,
+            zero_copy=False,
+            accepts=_DENSE,
+            devices=frozenset({"cuda"}),
+            to_device="cpu",
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+    ]
