@@ -179,13 +179,13 @@ def _cache(
             other_run = other.run if other is not None else _uncached(reg, spec, target, device, copy)
             aligned_run, unaligned_run = (run, other_run) if info.aligned else (other_run, run)
             run = split_by_alignment(spec.aligned, aligned_run, unaligned_run)
-    states = tuple(s.state for s in (spec, target) if s.state is not None)
+    # The target's global state (JAX's x64) decides what its importers accept.
     keyfn: Callable[[Any], Hashable] = spec.key
-    if states:
-        base = spec.key
+    if target.state is not None:
+        base, state = spec.key, target.state
 
         def keyfn(x: Any) -> Hashable:
-            return (base(x), *(f() for f in states))
+            return (base(x), state())
 
     try:
         key = keyfn(obj)

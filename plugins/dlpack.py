@@ -192,7 +192,9 @@ def _jax_from_numpy_bitcast() -> Any:
 
 _NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
 _TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
-_JAX_LAYOUT = "JAX imports only compact (C- or F-contiguous) buffers"
+# JAX can import F-contiguous buffers, but the array then keeps a column-major layout
+# that np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
+_JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
 _NP_EXPORT_ML = "numpy cannot export bfloat16/float8 through DLPack"
 _NO_ML = "ml_dtypes is not installed, so numpy has no bfloat16/float8 (pip install ml_dtypes)"
 _DENSE_FLAGS = OPAQUE_FLAGS | {"requires_grad"}
@@ -246,7 +248,7 @@ def rows() -> list[ConverterSpec]:
              Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
                    only_dtypes=frozenset({"bfloat16"}), no_readonly=True)),
         _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
-             Needs(layouts=frozenset({"C", "F"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
+             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
                    dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, x64=x64_enabled)),
         # torch ->
         *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
@@ -259,7 +261,7 @@ def rows() -> list[ConverterSpec]:
                      Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
                            no_flags=_DENSE_FLAGS), devices=("cpu", "cuda")),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch, _jax_from_torch,
-                     36.0, Needs(layouts=frozenset({"C", "F"}), layout_reason=_JAX_LAYOUT,
+                     36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
                                  aligned=True, no_flags=_DENSE_FLAGS, x64=x64_enabled),
                      devices=("cpu", "cuda")),
         # jax ->

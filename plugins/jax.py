@@ -110,7 +110,7 @@ def _load_put(platform: str) -> Any:
     return put
 
 
-_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}), x64=x64_enabled)
+_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}))
 
 
 @hookimpl

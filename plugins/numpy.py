@@ -89,10 +89,13 @@ def data_ptr(x: Any) -> int:
 
 
 def example(data: Any, dtype: str) -> Any:
-    """An ndarray of ``data`` with canonical ``dtype``."""
+    """A 64-byte aligned, C-contiguous ndarray of ``data`` with canonical ``dtype``."""
     import numpy as np
 
-    return np.asarray(data, dtype=numpy_dtype(dtype))
+    values = np.asarray(data, dtype=numpy_dtype(dtype))
+    out = aligned_empty(values.shape, values.dtype)
+    out[...] = values
+    return out
 
 
 def aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:

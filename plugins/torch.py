@@ -62,13 +62,13 @@ def describe(t: Any) -> TensorInfo:
 
 def key(t: Any) -> Any:
     """Warm-path key: dtype, device, layout kind, grad and view bits (strides if not contiguous)."""
-    k = (t.dtype, t.device, t.layout, t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
+    k = (t.dtype, t.device, t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
     if k[-1]:
         return k
     import torch
 
-    if k[2] != torch.strided:
-        return k
+    if t.layout != torch.strided:
+        return (*k, t.layout)
     return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
 
 

@@ -1,0 +1,54 @@
+"""Helpers for tests of interop_core and of third-party plugins.
+
+``isolated_registry()`` installs a fresh registry as the default for a ``with`` block;
+``shares_memory()`` and ``data_ptr()`` read data pointers through the framework specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .api import default_registry, set_default_registry
+from .errors import NotAnArrayError
+from .registry import Registry
+from .specs import FrameworkSpec
+
+
+@contextmanager
+def isolated_registry(
+    *plugins: Any, builtins: bool = False, entry_points: bool = False
+) -> Iterator[Registry]:
+    """A fresh Registry with only ``plugins`` (and the built-ins if asked) as the default."""
+    reg = Registry(builtins=builtins, entry_points=entry_points)
+    for plugin in plugins:
+        reg.register(plugin)
+    old = set_default_registry(reg)
+    try:
+        yield reg
+    finally:
+        set_default_registry(old)
+
+
+def spec_of(x: Any, registry: Registry | None = None) -> FrameworkSpec:
+    """The spec of the framework owning ``x``; NotAnArrayError if none does."""
+    spec = (registry or default_registry()).state.detect(x)
+    if spec is None:
+        raise NotAnArrayError(f"{type(x).__qualname__} is not an array of a registered framework")
+    return spec
+
+
+def framework_of(x: Any, registry: Registry | None = None) -> str:
+    """Name of the framework owning ``x``."""
+    return spec_of(x, registry).name
+
+
+def data_ptr(x: Any, registry: Registry | None = None) -> int:
+    """Address of the first element of ``x``."""
+    return spec_of(x, registry).data_ptr(x)
+
+
+def shares_memory(a: Any, b: Any, registry: Registry | None = None) -> bool:
+    """True when ``a`` and ``b`` start at the same address (a zero-copy result of ``to``)."""
+    return data_ptr(a, registry) == data_ptr(b, registry)

@@ -1,0 +1,68 @@
+"""Shared fixtures: framework availability with nox's "must run" rule.
+
+A test that needs a framework calls ``need("torch")`` (or uses the fixture of the same
+name). When the framework is missing the test is skipped with a reason, unless the
+environment variable INTEROP_REQUIRE (set by nox sessions) names it: then it fails.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
+_MODULES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}
+
+
+def required() -> set[str]:
+    """Frameworks the current nox session names: their tests must run, never skip."""
+    value = os.environ.get("INTEROP_REQUIRE", "")
+    names = {n.strip() for n in value.split(",") if n.strip()}
+    return set(FRAMEWORKS) if "all" in names else names
+
+
+def need(name: str) -> Any:
+    """Import and return framework ``name``; skip (or fail, if required) when it is missing."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return importlib.import_module(_MODULES[name])
+    except ImportError as exc:
+        if name in required():
+            pytest.fail(f"{name} is required by this test session but cannot be imported: {exc}")
+        pytest.skip(f"{name} is not installed")
+
+
+def available(name: str) -> bool:
+    """Whether framework ``name`` can be imported (without failing the test)."""
+    try:
+        need(name)
+    except pytest.skip.Exception:
+        return False
+    return True
+
+
+@pytest.fixture
+def np() -> Any:
+    return need("numpy")
+
+
+@pytest.fixture
+def torch() -> Any:
+    return need("torch")
+
+
+@pytest.fixture
+def jax() -> Any:
+    return need("jax")
+
+
+@pytest.fixture
+def tf() -> Any:
+    return need("tensorflow")
