@@ -87,7 +87,9 @@ _MARK = {"zero-copy": "zero-copy", "copy": "copy", "none": "none", "wrong": "WRO
 
 def print_doctor(report: dict[str, Any]) -> None:
     """The doctor report as text."""
-    print(f"interop_core {report['interop_core']} on Python {report['python']} ({report['platform']})")
+    print(
+        f"interop_core {report['interop_core']} on Python {report['python']} ({report['platform']})"
+    )
     print("\nFrameworks:")
     for f in report["frameworks"]:
         if "version" in f and "error" not in f:

@@ -37,7 +37,9 @@ def set_default_registry(registry: Registry | None) -> Registry | None:
     return old
 
 
-def to(obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any) -> Any:
+def to(
+    obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any
+) -> Any:
     """Convert ``obj`` (an array, or a container of them) to the ``target`` framework.
 
     ``target`` is a framework name or alias (any case) or a framework module.
@@ -63,7 +65,9 @@ def to(obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, *
     return _convert(reg, obj, target, device, copy, options)
 
 
-def explain(obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any) -> Any:
+def explain(
+    obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any
+) -> Any:
     """The :class:`Route` ``to(obj, target, ...)`` would take, without converting anything.
 
     For a container, the same structure with a Route at each array leaf.
@@ -103,9 +107,9 @@ def parse_device(device: Any) -> Device | None:
         platform = getattr(device, "platform", None)  # a JAX device
         if isinstance(platform, str):
             return Device("cuda" if platform == "gpu" else platform, int(getattr(device, "id", 0)))
-        kind = getattr(device, "type", None)  # a torch.device
-        if isinstance(kind, str):
-            return Device(kind, int(getattr(device, "index", None) or 0))
+        torch_kind = getattr(device, "type", None)  # a torch.device
+        if isinstance(torch_kind, str):
+            return Device(torch_kind, int(getattr(device, "index", None) or 0))
         return Device.parse(str(device))
     except ValueError as exc:
         raise DeviceError(str(exc)) from exc
@@ -129,7 +133,9 @@ def _check_options(copy: Any, options: Mapping[str, Any]) -> None:
         )
 
 
-def _convert(reg: Registry, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any]) -> Any:
+def _convert(
+    reg: Registry, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
+) -> Any:
     _check_options(copy, options)
     spec = reg.resolve(target)
     dev = parse_device(device)

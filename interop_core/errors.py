@@ -72,7 +72,7 @@ class NoRouteError(InteropError, LookupError):
 
 
 class CopyRequiredError(InteropError, BufferError):
-    """copy=False was asked but every route copies; the message lists why each zero-copy edge refused."""
+    """copy=False was asked but every route copies; the message says why each edge refused."""
 
     def __init__(self, what: str, refused: Sequence[RefusedEdge]) -> None:
         self.refused = list(refused)

@@ -192,7 +192,9 @@ def make_route(
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,
-        refused=tuple(r for r in refused if r[2].endswith(f"->{target}") and not r[3].startswith(VARIANT))
+        refused=tuple(
+            r for r in refused if r[2].endswith(f"->{target}") and not r[3].startswith(VARIANT)
+        )
         if copies
         else (),
         notes=notes,
@@ -231,7 +233,9 @@ def _identity(x: Any) -> Any:
     return x
 
 
-def split_by_alignment(aligned: Callable[[Any], bool], if_aligned: Runner, if_not: Runner) -> Runner:
+def split_by_alignment(
+    aligned: Callable[[Any], bool], if_aligned: Runner, if_not: Runner
+) -> Runner:
     """A runner choosing between two plans by the input's 64-byte alignment."""
 
     def run(x: Any) -> Any:

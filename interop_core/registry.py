@@ -139,7 +139,9 @@ class Registry:
                 continue  # a plugin was dropped: gather again without it
             edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
             if generation == self.pm.generation:
-                return _State(generation, frameworks, names, Graph(edges), Detector(frameworks.values()))
+                return _State(
+                    generation, frameworks, names, Graph(edges), Detector(frameworks.values())
+                )
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
@@ -210,4 +212,3 @@ class Registry:
                 found = False
             st.installed[spec.name] = found
         return found
-

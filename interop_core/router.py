@@ -74,7 +74,9 @@ def plan(
             raise CopyRequiredError(what, found.refused)
         advice = ""
         if device.kind != info.device.kind:
-            advice = f"No plugin moves {info.framework} arrays from {info.device.kind} to {device.kind}."
+            advice = (
+                f"No plugin moves {info.framework} arrays from {info.device.kind} to {device.kind}."
+            )
         raise NoRouteError(what, found.refused, advice)
     route = make_route(info, key, target.name, device.kind, found.path, found.refused)
     edges = tuple(e for _, e in found.path)
@@ -85,7 +87,9 @@ def _bind(edge: ConverterSpec, device: Device) -> Callable[[Any], Any]:
     try:
         func = edge.load()
     except ImportError as exc:
-        raise FrameworkNotInstalledError(edge.target, f"pip install interop-core[{edge.target}]") from exc
+        raise FrameworkNotInstalledError(
+            edge.target, f"pip install interop-core[{edge.target}]"
+        ) from exc
     except Exception as exc:
         raise ConversionError(
             f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to load: "
@@ -123,7 +127,9 @@ def convert_array(
     the_plan = plan(st, info, target, dev, copy)
     if fast_key is not None:
         _cache(reg, st, obj, info, spec, target, dev, copy, the_plan, fast_key)
-    return _execute(the_plan, obj, info, retry=lambda edge: _retry(st, obj, info, target, dev, copy, edge))
+    return _execute(
+        the_plan, obj, info, retry=lambda edge: _retry(st, obj, info, target, dev, copy, edge)
+    )
 
 
 def _retry(
@@ -145,8 +151,12 @@ def _execute(
             raise
         except (BufferError, NotImplementedError) as exc:
             if retry is None:
-                raise ConversionError(_failure(edge, info, exc) + " Re-planning found no other route.") from exc
-            warnings.warn(_failure(edge, info, exc) + " Re-planning without it.", PluginWarning, stacklevel=5)
+                raise ConversionError(
+                    _failure(edge, info, exc) + " Re-planning found no other route."
+                ) from exc
+            warnings.warn(
+                _failure(edge, info, exc) + " Re-planning without it.", PluginWarning, stacklevel=5
+            )
             return retry(edge)
         except Exception as exc:
             raise ConversionError(_failure(edge, info, exc)) from exc
@@ -176,7 +186,9 @@ def _cache(
         except InteropError:
             other = None  # that alignment raises: leave it to the slow path
         if other is None or other.edges != the_plan.edges:
-            other_run = other.run if other is not None else _uncached(reg, spec, target, device, copy)
+            other_run = (
+                other.run if other is not None else _uncached(reg, spec, target, device, copy)
+            )
             aligned_run, unaligned_run = (run, other_run) if info.aligned else (other_run, run)
             run = split_by_alignment(spec.aligned, aligned_run, unaligned_run)
     # The target's global state (JAX's x64) decides what its importers accept.

@@ -218,5 +218,5 @@ class ConverterSpec:
 
     @property
     def edge(self) -> str:
-        """"source->target" for messages."""
+        """ "source->target" for messages."""
         return f"{self.source}->{self.target}"

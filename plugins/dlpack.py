@@ -77,7 +77,9 @@ def _tensor_numpy_view() -> Any:
     import numpy as np
     import torch
 
-    views = {getattr(torch, n): (_torch_uint(n), np.dtype(getattr(ml_dtypes, n))) for n in ML_DTYPES}
+    views = {
+        getattr(torch, n): (_torch_uint(n), np.dtype(getattr(ml_dtypes, n))) for n in ML_DTYPES
+    }
 
     def convert(t: Any) -> Any:
         uint, dtype = views[t.dtype]
@@ -217,7 +219,9 @@ def _row(
 def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loader, cost: float,
                 needs: Needs, **kw: Any) -> list[ConverterSpec]:  # fmt: skip
     """A torch export edge and its variant for tensors that require grad (detached)."""
-    grad = Needs(**{**needs.__dict__, "no_flags": OPAQUE_FLAGS, "flags": frozenset({"requires_grad"})})
+    grad = Needs(
+        **{**needs.__dict__, "no_flags": OPAQUE_FLAGS, "flags": frozenset({"requires_grad"})}
+    )
     return [
         _row(source, target, name, load, cost, needs, **kw),
         _row(source, target, f"{name} (detached)", detached, cost + 0.4, grad, note=_GRAD_NOTE,

@@ -13,7 +13,7 @@ def x64_enabled() -> bool:
     """JAX's jax_enable_x64 flag: without it JAX narrows 64-bit inputs to 32 bits."""
     import jax
 
-    return bool(jax.config.jax_enable_x64)
+    return bool(jax.config.read("jax_enable_x64"))
 
 
 def _device(d: Any) -> Device:

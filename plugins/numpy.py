@@ -159,4 +159,3 @@ def interop_converters() -> list[ConverterSpec]:
             cost=1.0,
         )
     ]
-
