@@ -28,7 +28,11 @@ def required() -> set[str]:
 
 
 def need(name: str) -> Any:
-    """Import and return framework ``name``; skip (or fail, if required) when it is missing."""
+    """Import and return framework ``name``; skip (or fail, if required) when it is missing.
+
+    Usable at module level too: a test module that needs numpy starts with
+    ``np = need("numpy")``.
+    """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -36,7 +40,7 @@ def need(name: str) -> Any:
     except ImportError as exc:
         if name in required():
             pytest.fail(f"{name} is required by this test session but cannot be imported: {exc}")
-        pytest.skip(f"{name} is not installed")
+        pytest.skip(f"{name} is not installed", allow_module_level=True)
 
 
 def available(name: str) -> bool:

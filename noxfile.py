@@ -1,0 +1,113 @@
+"""Test matrix: `nox` runs the default sessions; `nox -s bench` runs the benchmark.
+
+A session that names a framework sets INTEROP_REQUIRE so that tests needing it fail
+instead of skipping when it is missing (einops' backend matrix is the model).
+torch is pinned to 2.13.0: that spec takes the local CPU wheel; any other pulls CUDA.
+"""
+
+from __future__ import annotations
+
+import nox
+
+TORCH = "torch==2.13.0"
+nox.options.sessions = [
+    "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "tests",
+    "typeguard", "plugins",
+]  # fmt: skip
+nox.options.error_on_missing_interpreters = True
+
+
+def install(session: nox.Session, *extras: str) -> None:
+    """Install the project with ``extras`` (+ test tools), pinning torch when it is wanted."""
+    pins = [TORCH] if any(e in ("torch", "all-cpu", "all") for e in extras) else []
+    session.install(*pins, f".[{','.join((*extras, 'test'))}]")
+
+
+def pytest(session: nox.Session, require: str, *args: str) -> None:
+    """Run pytest requiring the frameworks in ``require`` (comma-separated)."""
+    session.run("pytest", *args, *session.posargs, env={"INTEROP_REQUIRE": require})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over the core and the built-in plugins."""
+    session.install("mypy>=1.8", ".")
+    session.run("mypy")
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """The core alone (pluggy only, no numpy): plugin, import and error tests run."""
+    install(session)
+    session.run(
+        "python", "-c",
+        "import importlib.util as u, sys; "
+        "sys.exit([m for m in ('numpy', 'torch', 'jax', 'tensorflow') if u.find_spec(m)])",
+    )  # fmt: skip
+    pytest(session, "")
+
+
+@nox.session
+def minimal(session: nox.Session) -> None:
+    """Core + numpy only: proves torch, JAX and TensorFlow are optional."""
+    install(session, "numpy")
+    pytest(session, "numpy")
+
+
+@nox.session(name="torch")
+def torch_session(session: nox.Session) -> None:
+    """numpy + torch."""
+    install(session, "numpy", "torch")
+    pytest(session, "numpy,torch")
+
+
+@nox.session(name="jax")
+def jax_session(session: nox.Session) -> None:
+    """numpy + JAX."""
+    install(session, "numpy", "jax")
+    pytest(session, "numpy,jax")
+
+
+@nox.session(name="tensorflow")
+def tensorflow_session(session: nox.Session) -> None:
+    """numpy + TensorFlow (CPU build)."""
+    install(session, "numpy", "tensorflow-cpu")
+    pytest(session, "numpy,tensorflow")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The full stack: numpy, torch, JAX and TensorFlow together."""
+    install(session, "all-cpu")
+    pytest(session, "all")
+
+
+@nox.session
+def typeguard(session: nox.Session) -> None:
+    """The suite with typeguard checking every annotated call inside interop_core."""
+    install(session, "numpy", "torch", "typeguard")
+    pytest(session, "numpy,torch", "--typeguard-packages=interop_core")
+
+
+@nox.session
+def plugins(session: nox.Session) -> None:
+    """The example third-party plugin, installed as its author ships it: doctor and a route."""
+    install(session, "numpy", "torch")
+    session.install("./examples/interop-example-plugin")
+    pytest(session, "numpy,torch,example", "tests/test_example_plugin.py")
+    session.run("python", "-m", "interop_core", "doctor")
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """The benchmark: writes docs/benchmarks.md (pass --quick for a short run)."""
+    install(session, "all-cpu")
+    session.run("python", "benchmarks/bench.py", "--write", "docs/benchmarks.md", *session.posargs)
