@@ -7,7 +7,6 @@ message says what failed, why, and what the user can do about it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 
 
@@ -19,6 +18,8 @@ class UnknownFrameworkError(InteropError, LookupError):
     """A target names no registered framework; the message suggests close names."""
 
     def __init__(self, name: str, known: Iterable[str]) -> None:
+        import difflib
+
         known = sorted(set(known))
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -11,9 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import warnings
-from dataclasses import dataclass
-from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
 
 import pluggy
 
@@ -33,8 +31,7 @@ BUILTIN_PLUGINS = (
 )
 
 
-@dataclass(frozen=True)
-class DroppedPlugin:
+class DroppedPlugin(NamedTuple):
     """A plugin that could not be loaded, and why."""
 
     name: str
@@ -86,6 +83,8 @@ class InteropPluginManager(pluggy.PluginManager):
         """Load each entry point of ``group`` on its own; drop (and warn about) broken ones."""
         if autoload_disabled():
             return
+        from importlib import metadata  # ~30 ms: only when entry points are loaded
+
         for ep in metadata.entry_points(group=group):
             if self.get_plugin(ep.name) is not None or self.is_blocked(ep.name):
                 continue

@@ -14,16 +14,14 @@ import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import RefusedEdge
 from .predicates import VARIANT
 from .specs import ConverterSpec, PlanKey, TensorInfo
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One conversion step of a route."""
 
     converter: str
@@ -39,8 +37,7 @@ class Step:
         return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     """What ``to()`` does (or would do) for one object: its steps and what they copy."""
 
     source: str
@@ -97,13 +94,15 @@ def advance(key: PlanKey, edge: ConverterSpec) -> PlanKey:
     )  # fmt: skip
 
 
-@dataclass
 class Search:
     """The outcome of one search: the edges of the best path, or every refusal met."""
 
-    path: list[tuple[PlanKey, ConverterSpec]] = field(default_factory=list)
-    found: bool = False
-    refused: list[RefusedEdge] = field(default_factory=list)
+    __slots__ = ("found", "path", "refused")
+
+    def __init__(self) -> None:
+        self.path: list[tuple[PlanKey, ConverterSpec]] = []
+        self.found = False
+        self.refused: list[RefusedEdge] = []
 
 
 class Graph:
@@ -204,8 +203,7 @@ def make_route(
 Runner = Callable[[Any], Any]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """A route bound to its conversion functions: ``run(x)`` performs it."""
 
     route: Route

@@ -14,7 +14,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from .detect import Detector
@@ -32,21 +32,39 @@ Runner = Callable[[Any], Any]
 FastEntry = tuple[Callable[[Any], Hashable], dict[Hashable, Runner]]
 
 
-@dataclass
 class _State:
     """One consistent build of the registry; replaced wholesale on every change."""
 
-    generation: int
-    frameworks: dict[str, FrameworkSpec]
-    names: dict[str, str]
-    graph: Graph
-    detect: Detector
-    #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
-    fast: dict[tuple[Any, ...], FastEntry] = field(default_factory=dict)
-    #: (type(obj), target, device, copy) -> plans by key; shared by fast entries that
-    #: name the target differently ("np", "NumPy", the module).
-    plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = field(default_factory=dict)
-    installed: dict[str, bool] = field(default_factory=dict)
+    __slots__ = (
+        "detect",
+        "fast",
+        "frameworks",
+        "generation",
+        "graph",
+        "installed",
+        "names",
+        "plans",
+    )
+
+    def __init__(
+        self,
+        generation: int,
+        frameworks: dict[str, FrameworkSpec],
+        names: dict[str, str],
+        graph: Graph,
+        detect: Detector,
+    ) -> None:
+        self.generation = generation
+        self.frameworks = frameworks
+        self.names = names
+        self.graph = graph
+        self.detect = detect
+        #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
+        self.fast: dict[tuple[Any, ...], FastEntry] = {}
+        #: (type(obj), target, device, copy) -> plans by key; shared by fast entries that
+        #: name the target differently ("np", "NumPy", the module).
+        self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
+        self.installed: dict[str, bool] = {}
 
 
 class Registry:

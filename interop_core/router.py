@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Callable, Hashable
-from dataclasses import replace
 from typing import Any
 
 from .errors import (
@@ -69,7 +68,7 @@ def plan(
     key = info.plan_key(copy)
     found = st.graph.search(key, target.name, device.kind, excluded)
     if not found.found:
-        if copy is False and st.graph.search(replace(key, copy=None), target.name,
+        if copy is False and st.graph.search(key._replace(copy=None), target.name,
                                              device.kind, excluded).found:  # fmt: skip
             raise CopyRequiredError(what, found.refused)
         advice = ""
@@ -180,7 +179,7 @@ def _cache(
     if spec.aligned is not None:
         # Alignment is the one field too costly to read on every call: plan both ways and
         # read it per call only when the routes differ.
-        flipped = replace(info, aligned=not info.aligned)
+        flipped = info._replace(aligned=not info.aligned)
         try:
             other: Plan | None = plan(st, flipped, target, device, copy)
         except InteropError:

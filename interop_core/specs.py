@@ -1,17 +1,18 @@
 """Immutable specs that plugins declare, and the descriptions the core derives from objects.
 
-Plugins return :class:`FrameworkSpec` and :class:`ConverterSpec` from their hooks; the
-registry stamps each with the plugin that gave it (``dataclasses.replace``), validates it and
-builds the route graph from them. :class:`TensorInfo` describes one array;
+Plugins return :class:`FrameworkSpec` and :class:`ConverterSpec` (frozen dataclasses) from
+their hooks; the registry stamps each with the plugin that gave it (``dataclasses.replace``),
+validates it and builds the route graph from them. :class:`TensorInfo` describes one array;
 :class:`PlanKey` is the part of it that converter predicates may read and that keys the plan
-cache.
+cache. Those two are NamedTuples: immutable, hashable, cheap to create
+and to import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Layout classes, from the most to the least compact.
 LAYOUTS = ("C", "F", "strided", "negative", "broadcast")
@@ -39,7 +40,7 @@ ITEMSIZE = {
 ALIGNMENT = 64
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Device:
     """Where an array lives: a kind ("cpu", "cuda", ...) and an index."""
 
@@ -85,8 +86,7 @@ def classify_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     return "F"
 
 
-@dataclass(frozen=True, slots=True)
-class PlanKey:
+class PlanKey(NamedTuple):
     """What a converter predicate may read about the array at one node of a route.
 
     The plan cache is keyed by exactly these fields (plus the target and options), so a
@@ -103,8 +103,7 @@ class PlanKey:
     copy: bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
     """A description of one array, made without converting it."""
 
     framework: str
@@ -133,9 +132,15 @@ class TensorInfo:
     def plan_key(self, copy: bool | None = None) -> PlanKey:
         """The fields a predicate may read, with the user's copy request."""
         return PlanKey(
-            self.framework, self.device.kind, self.dtype, self.layout,
-            self.readonly, self.aligned, self.flags, copy,
-        )  # fmt: skip
+            self.framework,
+            self.device.kind,
+            self.dtype,
+            self.layout,
+            self.readonly,
+            self.aligned,
+            self.flags,
+            copy,
+        )
 
 
 def _accept_all(key: PlanKey) -> str | None:

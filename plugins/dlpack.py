@@ -11,6 +11,7 @@ same-size unsigned views.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from interop_core import ConverterSpec, hookimpl
@@ -219,9 +220,7 @@ def _row(
 def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loader, cost: float,
                 needs: Needs, **kw: Any) -> list[ConverterSpec]:  # fmt: skip
     """A torch export edge and its variant for tensors that require grad (detached)."""
-    grad = Needs(
-        **{**needs.__dict__, "no_flags": OPAQUE_FLAGS, "flags": frozenset({"requires_grad"})}
-    )
+    grad = replace(needs, no_flags=OPAQUE_FLAGS, flags=frozenset({"requires_grad"}))
     return [
         _row(source, target, name, load, cost, needs, **kw),
         _row(source, target, f"{name} (detached)", detached, cost + 0.4, grad, note=_GRAD_NOTE,

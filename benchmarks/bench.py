@@ -1,0 +1,319 @@
+"""Benchmark of interop_core against the raw framework calls, measured side by side.
+
+Every comparison runs its two sides interleaved (A, B, A, B, ...) in one process and
+reports medians, so machine noise hits both alike. Targets (from issue 2):
+
+- warm ``to()`` on contiguous float32 <= max(1.2 x raw, raw + 1 µs), per zero-copy pair;
+- zero-copy of 256 MiB <= 1.5 x zero-copy of 4 KiB;
+- a copy route <= 1.25 x one numpy copy of the same bytes, peak extra memory <= 1.1 x bytes;
+- ``import interop_core`` < 30 ms importing no framework; a cold plan < 200 µs.
+
+Usage: python benchmarks/bench.py [--quick] [--write docs/benchmarks.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+
+import interop_core  # noqa: E402
+from interop_core import Registry, set_default_registry, to  # noqa: E402
+from interop_plugins.numpy import aligned_empty  # noqa: E402
+
+MiB = 1 << 20
+Row = list[str]
+
+
+def per_call_us(fn: Callable[[], Any], number: int) -> float:
+    """µs per call of ``fn`` over ``number`` calls."""
+    return timeit.timeit(fn, number=number) / number * 1e6
+
+
+def interleaved(a: Callable[[], Any], b: Callable[[], Any], number: int, rounds: int) -> tuple[float, float]:
+    """Medians (µs per call) of ``a`` and ``b`` timed in alternating rounds."""
+    ta, tb = [], []
+    for _ in range(rounds):
+        ta.append(per_call_us(a, number))
+        tb.append(per_call_us(b, number))
+    return statistics.median(ta), statistics.median(tb)
+
+
+# -- sources and the fastest raw zero-copy call per pair (FACTS.md) ---------------------
+
+
+def sources(shape: tuple[int, ...]) -> dict[str, Any]:
+    """A contiguous float32 array of ``shape`` per installed framework (numpy 64-B aligned)."""
+    x = aligned_empty(shape, np.float32)
+    x[...] = 1.0
+    out: dict[str, Any] = {"numpy": x}
+    try:
+        import torch
+
+        out["torch"] = torch.ones(shape, dtype=torch.float32)
+    except ImportError:
+        pass
+    try:
+        import jax.numpy as jnp
+
+        out["jax"] = jnp.ones(shape, dtype=jnp.float32)
+    except ImportError:
+        pass
+    try:
+        import tensorflow as tf
+
+        out["tensorflow"] = tf.ones(shape, dtype=tf.float32)
+    except ImportError:
+        pass
+    return out
+
+
+def raw_calls() -> dict[tuple[str, str], Callable[[Any], Any]]:
+    """The fastest raw zero-copy call of each ordered pair that is installed."""
+    calls: dict[tuple[str, str], Callable[[Any], Any]] = {}
+    mods: dict[str, Any] = {}
+    for name in ("torch", "jax", "tensorflow"):
+        try:
+            mods[name] = __import__(name)
+        except ImportError:
+            pass
+    if "torch" in mods:
+        torch = mods["torch"]
+        calls["numpy", "torch"] = torch.from_numpy
+        calls["torch", "numpy"] = torch.Tensor.numpy
+        calls["jax", "torch"] = lambda j: torch.from_numpy(np.asarray(j))
+        calls["tensorflow", "torch"] = lambda t: torch.from_numpy(np.asarray(t))
+    calls["jax", "numpy"] = np.asarray
+    calls["tensorflow", "numpy"] = np.asarray
+    if "tensorflow" in mods:
+        from_capsule = mods["tensorflow"].experimental.dlpack.from_dlpack
+        calls["numpy", "tensorflow"] = lambda x: from_capsule(x.__dlpack__())
+        calls["jax", "tensorflow"] = lambda j: from_capsule(j.__dlpack__())
+        if "torch" in mods:
+            to_dlpack = mods["torch"].utils.dlpack.to_dlpack
+            calls["torch", "tensorflow"] = lambda t: from_capsule(to_dlpack(t))
+    if "jax" in mods:
+        import jax.dlpack
+
+        for src in ("numpy", "torch", "tensorflow"):
+            calls[src, "jax"] = jax.dlpack.from_dlpack
+    return calls
+
+
+def bench_warm(quick: bool) -> list[Row]:
+    """Warm to() vs the fastest raw call, per pair."""
+    srcs = sources((1024, 1024))
+    rows = []
+    for (src, dst), raw in raw_calls().items():
+        if src not in srcs or dst not in srcs:
+            continue
+        x = srcs[src]
+        assert interop_core.explain(x, dst).zero_copy, (src, dst)
+        to(x, dst)  # plan once: the warm path is measured
+        slow = dst == "jax"
+        number = (200 if slow else 5000) // (5 if quick else 1)
+        t_raw, t_to = interleaved(lambda: raw(x), lambda: to(x, dst), number, 7 if quick else 21)
+        limit = max(1.2 * t_raw, t_raw + 1.0)
+        rows.append([
+            f"{src} -> {dst}", f"{t_raw:.2f}", f"{t_to:.2f}", f"{t_to / t_raw:.2f}x",
+            f"+{t_to - t_raw:.2f}", "yes" if t_to <= limit else "NO",
+        ])  # fmt: skip
+    return rows
+
+
+def bench_size(quick: bool) -> list[Row]:
+    """Zero-copy of 256 MiB vs 4 KiB, per pair."""
+    small, big = sources((1024,)), sources((64 * MiB,))  # 4 KiB and 256 MiB of float32
+    rows = []
+    for (src, dst), _ in raw_calls().items():
+        if src not in small or dst not in small:
+            continue
+        a, b = small[src], big[src]
+        to(a, dst)
+        to(b, dst)
+        number = (50 if dst == "jax" else 1000) // (5 if quick else 1)
+        t_a, t_b = interleaved(lambda: to(a, dst), lambda: to(b, dst), number, 7 if quick else 15)
+        rows.append([f"{src} -> {dst}", f"{t_a:.2f}", f"{t_b:.2f}", f"{t_b / t_a:.2f}x",
+                     "yes" if t_b <= 1.5 * t_a else "NO"])  # fmt: skip
+    del big
+    return rows
+
+
+def _rss_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def peak_extra_bytes(fn: Callable[[], Any]) -> tuple[int, Any]:
+    """Peak resident memory ``fn`` adds (Linux: VmHWM after resetting it), and its result."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # reset the high-water mark to the current RSS
+    base = _rss_kib("VmRSS")
+    result = fn()
+    return (_rss_kib("VmHWM") - base) * 1024, result
+
+
+def copy_cases() -> list[tuple[str, Callable[[], Any], str]]:
+    """(name, source factory, target) of routes that must copy, 64 MiB each."""
+    n = 16 * MiB  # float32 elements: 64 MiB
+
+    def neg() -> Any:
+        x = np.ones(n, np.float32)
+        return x[::-1]
+
+    cases = [("numpy negative strides -> torch", neg, "torch"),
+             ("numpy -> numpy, copy=True", lambda: np.ones(n, np.float32), "numpy")]  # fmt: skip
+    try:
+        import torch
+
+        cases.append(("torch transposed -> tensorflow",
+                      lambda: torch.ones(4096, 4096).T, "tensorflow"))  # fmt: skip
+        cases.append(("numpy -> torch, copy=True", lambda: np.ones(n, np.float32), "torch"))
+    except ImportError:
+        pass
+    return cases
+
+
+def bench_copy(quick: bool) -> list[Row]:
+    """Copy routes vs one numpy copy of the same bytes; peak extra memory."""
+    rows = []
+    for name, make, dst in copy_cases():
+        x = make()
+        copy = True if "copy=True" in name else None
+        route = interop_core.explain(x, dst, copy=copy)
+        assert route.copies == 1, str(route)
+        ref = np.asarray(x) if not hasattr(x, "numpy") else x.numpy()
+        nbytes = ref.nbytes
+        to(x, dst, copy=copy)
+        rounds = 5 if quick else 11
+        t_np, t_to = interleaved(lambda: np.copy(ref), lambda: to(x, dst, copy=copy), 1, rounds)
+        peaks = []
+        for _ in range(3):
+            extra, y = peak_extra_bytes(lambda: to(x, dst, copy=copy))
+            del y
+            peaks.append(extra)
+        peak = min(peaks)  # the least noisy reading: allocator reuse only lowers it
+        rows.append([name, f"{nbytes / MiB:.0f}", f"{t_np / 1e3:.2f}", f"{t_to / 1e3:.2f}",
+                     f"{t_to / t_np:.2f}x", f"{peak / nbytes:.2f}x",
+                     "yes" if t_to <= 1.25 * t_np and peak <= 1.1 * nbytes else "NO"])  # fmt: skip
+        del x, ref
+    return rows
+
+
+def bench_import(quick: bool) -> list[Row]:
+    """`import interop_core` in fresh processes; which frameworks it pulled in."""
+    code = (
+        "import sys, time; t = time.perf_counter(); import interop_core; "
+        "d = time.perf_counter() - t; "
+        "heavy = [m for m in ('numpy', 'torch', 'jax', 'tensorflow') if m in sys.modules]; "
+        "print(d * 1e3, ','.join(heavy) or '-')"
+    )
+    times, heavy = [], "-"
+    for _ in range(5 if quick else 15):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        ms, heavy = out.stdout.split()
+        times.append(float(ms))
+    med = statistics.median(times)
+    return [["import interop_core", f"{med:.1f} ms", heavy, "yes" if med < 30 and heavy == "-" else "NO"]]
+
+
+def bench_cold_plan(quick: bool) -> list[Row]:
+    """First to() on a fresh registry (frameworks already imported, converters loaded once)."""
+    srcs = sources((64, 64))
+    rows = []
+    for src, dst in [("numpy", "torch"), ("torch", "tensorflow"), ("jax", "numpy"), ("numpy", "jax")]:
+        if src not in srcs or dst not in srcs:
+            continue
+        x = srcs[src]
+        to(x, dst)  # imports and loads converter modules outside the measurement
+        times = []
+        for _ in range(5 if quick else 21):
+            reg = Registry()
+            old = set_default_registry(reg)
+            t0 = time.perf_counter()
+            to(x, dst)
+            times.append((time.perf_counter() - t0) * 1e6)
+            t0 = time.perf_counter()
+            to(x, dst)
+            warm = (time.perf_counter() - t0) * 1e6
+            set_default_registry(old)
+        cold = statistics.median(times)
+        rows.append([f"{src} -> {dst}", f"{cold:.0f} µs", f"{warm:.1f} µs", "yes" if cold < 200 else "NO"])
+    return rows
+
+
+def table(head: Row, rows: list[Row]) -> str:
+    """A markdown table."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def versions() -> str:
+    """Framework versions in this run."""
+    parts = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]
+    for name in ("torch", "jax", "tensorflow"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            parts.append(f"{name} {mod.__version__}")
+    return ", ".join(parts)
+
+
+def main() -> int:
+    """Run every benchmark, print the report, optionally write it to a file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--write", metavar="PATH", help="write the markdown report here")
+    args = parser.parse_args()
+    started = time.time()
+    sections = [
+        ("Warm `to()` vs the fastest raw zero-copy call (1024x1024 float32, µs per call)",
+         ["pair", "raw µs", "to() µs", "ratio", "overhead µs", "<= max(1.2x, +1 µs)"],
+         bench_warm(args.quick)),
+        ("Zero-copy cost does not grow with size (to(), µs per call)",
+         ["pair", "4 KiB", "256 MiB", "ratio", "<= 1.5x"], bench_size(args.quick)),
+        ("Copy routes move the bytes once (ms per call; peak = extra resident memory / bytes)",
+         ["route", "MiB", "np.copy ms", "to() ms", "time ratio", "peak extra", "<= 1.25x, <= 1.1x"],
+         bench_copy(args.quick)),
+        ("Import cost (fresh process, median)",
+         ["what", "time", "frameworks imported", "< 30 ms, none"], bench_import(args.quick)),
+        ("Cold plan: first to() on a fresh registry, framework already imported (median)",
+         ["pair", "cold", "then warm", "< 200 µs"], bench_cold_plan(args.quick)),
+    ]  # fmt: skip
+    body = [
+        "# Benchmarks",
+        "",
+        "Written by `python benchmarks/bench.py --write docs/benchmarks.md` (or `nox -s bench`).",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores; {versions()}.",
+        "Each comparison is interleaved (A, B, A, B, ...) in one process; numbers are medians."
+        + (" Quick run (fewer rounds)." if args.quick else ""),
+        "",
+    ]
+    for title, head, rows in sections:
+        body += [f"## {title}", "", table(head, rows), ""]
+    body.append(f"Total benchmark time: {time.time() - started:.0f} s.")
+    report = "\n".join(body) + "\n"
+    print(report)
+    if args.write:
+        with open(args.write, "w") as f:
+            f.write(report)
+    failed = sum(r[-1] == "NO" for _, _, rows in sections for r in rows)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
