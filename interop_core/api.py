@@ -52,16 +52,15 @@ def to(
     reg = _default or default_registry()
     if not options:
         try:
-            entry = reg.state.fast.get((type(obj), target, device, copy))
-        except TypeError:  # an unhashable target or device
-            entry = None
-        if entry is not None:
-            run = entry[1].get(entry[0](obj))
-            if run is not None:
-                try:
-                    return run(obj)
-                except Exception:
-                    pass  # the slow path re-runs step by step, re-plans or explains
+            keyfn, plans = reg.state.fast[type(obj), target, device, copy]
+            run = plans[keyfn(obj)]
+        except (KeyError, TypeError):  # not planned yet, or unhashable arguments
+            pass
+        else:
+            try:
+                return run(obj)
+            except Exception:
+                pass  # the slow path re-runs step by step, re-plans or explains
     return _convert(reg, obj, target, device, copy, options)
 
 

@@ -57,10 +57,14 @@ class RefusedEdge(tuple[str, str, str, str]):
         return f"  - {name} [{edge}] from plugin {plugin!r}: {reason}"
 
 
+#: A refusal reason starting with this means "another variant of this edge handles such
+#: arrays": kept in ``.refused`` but left out of messages.
+VARIANT = "handles only"
+
+
 def _refusals(refused: Sequence[RefusedEdge]) -> str:
-    if not refused:
-        return "  (no converter leads there)"
-    return "\n".join(str(r) for r in refused)
+    shown = [str(r) for r in refused if not r[3].startswith(VARIANT)]
+    return "\n".join(shown) if shown else "  (no converter leads there)"
 
 
 class NoRouteError(InteropError, LookupError):

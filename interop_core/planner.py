@@ -16,8 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
-from .errors import RefusedEdge
-from .predicates import VARIANT
+from .errors import VARIANT, RefusedEdge
 from .specs import ConverterSpec, PlanKey, TensorInfo
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .errors import VARIANT
 from .specs import ALIGNMENT, PlanKey
 
 #: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
@@ -28,9 +29,6 @@ _FLAG_ADVICE = {
     "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
     "requires_grad": "the tensor requires grad",
 }
-
-#: Reasons starting with this mean "another variant of this edge handles it", not a real refusal.
-VARIANT = "handles only"
 
 _X64 = frozenset({"int64", "uint64", "float64", "complex128"})
 

@@ -36,15 +36,9 @@ class _State:
     """One consistent build of the registry; replaced wholesale on every change."""
 
     __slots__ = (
-        "detect",
-        "fast",
-        "frameworks",
-        "generation",
-        "graph",
-        "installed",
-        "names",
+        "detect", "fast", "frameworks", "generation", "graph", "installed", "loaded", "names",
         "plans",
-    )
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -65,6 +59,8 @@ class _State:
         #: name the target differently ("np", "NumPy", the module).
         self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
         self.installed: dict[str, bool] = {}
+        #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
+        self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
 
 
 class Registry:

@@ -51,23 +51,26 @@ def _what(info: TensorInfo, target: str, device: Device) -> str:
     )
 
 
-def plan(
+def find_route(
     st: _State,
     info: TensorInfo,
     target: FrameworkSpec,
     device: Device,
     copy: bool | None,
     excluded: Excluded = frozenset(),
-) -> Plan:
-    """The cheapest route for ``info``, bound to its functions; raises when there is none."""
-    what = _what(info, target.name, device)
-    if info.dtype not in target.dtypes:
+) -> tuple[Route, tuple[ConverterSpec, ...]]:
+    """The cheapest route for ``info`` and its edges; raises when there is none."""
+    if info.dtype not in target.dtypes and info.framework != target.name:
         reason = RefusedEdge(("(dtype check)", target.plugin, f"*->{target.name}",
                               f"{target.name} has no dtype {info.dtype}"))  # fmt: skip
-        raise NoRouteError(what, [reason], f"Cast the array to a dtype {target.name} can hold.")
+        raise NoRouteError(
+            _what(info, target.name, device), [reason],
+            f"Cast the array to a dtype {target.name} can hold.",
+        )  # fmt: skip
     key = info.plan_key(copy)
     found = st.graph.search(key, target.name, device.kind, excluded)
     if not found.found:
+        what = _what(info, target.name, device)
         if copy is False and st.graph.search(key._replace(copy=None), target.name,
                                              device.kind, excluded).found:  # fmt: skip
             raise CopyRequiredError(what, found.refused)
@@ -77,14 +80,37 @@ def plan(
                 f"No plugin moves {info.framework} arrays from {info.device.kind} to {device.kind}."
             )
         raise NoRouteError(what, found.refused, advice)
-    route = make_route(info, key, target.name, device.kind, found.path, found.refused)
     edges = tuple(e for _, e in found.path)
-    return Plan(route, tuple(_bind(e, device) for e in edges), edges)
+    return make_route(info, key, target.name, device.kind, found.path, found.refused), edges
 
 
-def _bind(edge: ConverterSpec, device: Device) -> Callable[[Any], Any]:
+def plan(
+    st: _State,
+    info: TensorInfo,
+    target: FrameworkSpec,
+    device: Device,
+    copy: bool | None,
+    excluded: Excluded = frozenset(),
+) -> Plan:
+    """The cheapest route for ``info``, bound to its functions; raises when there is none."""
+    route, edges = find_route(st, info, target, device, copy, excluded)
+    return Plan(route, bind(st, edges, device), edges)
+
+
+def bind(st: _State, edges: tuple[ConverterSpec, ...], device: Device) -> tuple[Runner, ...]:
+    """The conversion functions of ``edges`` (each loaded once per registry state)."""
+    funcs = []
+    for edge in edges:
+        func = st.loaded.get(edge)
+        if func is None:
+            func = st.loaded[edge] = _load(edge)
+        funcs.append(functools.partial(func, device=device) if edge.to_device else func)
+    return tuple(funcs)
+
+
+def _load(edge: ConverterSpec) -> Callable[..., Any]:
     try:
-        func = edge.load()
+        return edge.load()
     except ImportError as exc:
         raise FrameworkNotInstalledError(
             edge.target, f"pip install interop-core[{edge.target}]"
@@ -94,7 +120,6 @@ def _bind(edge: ConverterSpec, device: Device) -> Callable[[Any], Any]:
             f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to load: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
-    return functools.partial(func, device=device) if edge.to_device else func
 
 
 def explain_array(
@@ -103,7 +128,7 @@ def explain_array(
 ) -> Route:  # fmt: skip
     """The Route ``to()`` would take, without converting."""
     info = describe(spec, obj)
-    return plan(reg.state, info, target, device or info.device, copy).route
+    return find_route(reg.state, info, target, device or info.device, copy)[0]
 
 
 def convert_array(
@@ -181,12 +206,16 @@ def _cache(
         # read it per call only when the routes differ.
         flipped = info._replace(aligned=not info.aligned)
         try:
-            other: Plan | None = plan(st, flipped, target, device, copy)
+            other: tuple[ConverterSpec, ...] | None = find_route(st, flipped, target, device, copy)[
+                1
+            ]
         except InteropError:
             other = None  # that alignment raises: leave it to the slow path
-        if other is None or other.edges != the_plan.edges:
+        if other != the_plan.edges:
             other_run = (
-                other.run if other is not None else _uncached(reg, spec, target, device, copy)
+                Plan(the_plan.route, bind(st, other, device), other).run
+                if other is not None
+                else _uncached(reg, spec, target, device, copy)
             )
             aligned_run, unaligned_run = (run, other_run) if info.aligned else (other_run, run)
             run = split_by_alignment(spec.aligned, aligned_run, unaligned_run)

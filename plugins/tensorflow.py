@@ -58,8 +58,11 @@ def describe(t: Any) -> TensorInfo:
 
 
 def key(t: Any) -> Any:
-    """Warm-path key: dtype and device string."""
-    return (t.dtype, t.device)
+    """Warm-path key: dtype enum and device string (DType objects hash slowly)."""
+    try:
+        return (t._datatype_enum(), t.device)
+    except AttributeError:  # a symbolic tensor
+        return (t.dtype, None)
 
 
 def data_ptr(t: Any) -> int:
