@@ -12,31 +12,38 @@ from importlib import metadata
 from typing import Any
 
 from . import __version__
-from .api import default_registry, explain, to
+from .api import default_registry
 from .errors import InteropError
 from .registry import Registry
+from .router import convert_array, explain_array
 from .specs import FrameworkSpec
 
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
 
 
 def _version(spec: FrameworkSpec) -> str:
+    if not spec.distribution:
+        return "?"
     for dist in (spec.distribution, f"{spec.distribution}-cpu"):
         try:
             return metadata.version(dist)
-        except metadata.PackageNotFoundError:
+        except (metadata.PackageNotFoundError, ValueError):
             continue
     return "?"
 
 
 def measure_cell(reg: Registry, src: FrameworkSpec, dst: FrameworkSpec) -> dict[str, Any]:
     """Convert a contiguous float32 example live and say what really happened."""
+    if "float32" not in src.dtypes or "float32" not in dst.dtypes:
+        return {"result": "none", "why": "no float32"}
     try:
         x = src.example(_EXAMPLE, "float32")
-        claimed = explain(x, dst.name)
-        y = to(x, dst.name)
+        claimed = explain_array(reg, x, src, dst, None, None)
+        y = convert_array(reg, x, src, dst, None, None, None)
     except InteropError as exc:
         return {"result": "none", "why": str(exc).splitlines()[0]}
+    except Exception as exc:  # a plugin's example() or converter misbehaving: report it
+        return {"result": "wrong", "why": f"{type(exc).__name__}: {exc}"}
     owner = reg.state.detect(y)
     if owner is None or owner.name != dst.name:
         return {"result": "wrong", "why": f"result is {type(y).__qualname__}, not {dst.name}"}
@@ -69,7 +76,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         {"name": name, "distribution": reg.pm.distribution_of(name) or "registered at run time"}
         for name, _ in reg.pm.list_name_plugin()
     ]
-    dropped = [d.__dict__ for d in reg.pm.dropped]
+    dropped = [d._asdict() for d in reg.pm.dropped]
     return {
         "interop_core": __version__,
         "python": platform.python_version(),

@@ -86,9 +86,19 @@ class InteropPluginManager(pluggy.PluginManager):
         from importlib import metadata  # ~30 ms: only when entry points are loaded
 
         for ep in metadata.entry_points(group=group):
-            if self.get_plugin(ep.name) is not None or self.is_blocked(ep.name):
-                continue
             dist = ep.dist.name if ep.dist is not None else "unknown distribution"
+            if self.is_blocked(ep.name):
+                continue
+            if self.get_plugin(ep.name) is not None:
+                if self.distribution_of(ep.name) != dist:
+                    warnings.warn(
+                        f"interop_core ignored entry point {ep.name!r} of distribution {dist!r}: "
+                        f"the name is taken by {self.distribution_of(ep.name) or 'a plugin'!r}. "
+                        "Rename the entry point.",
+                        PluginWarning,
+                        stacklevel=2,
+                    )
+                continue
             try:
                 plugin = ep.load()
                 self.register(plugin, name=ep.name)

@@ -183,6 +183,8 @@ def make_route(
         for k, e in path
     )  # fmt: skip
     copies = sum(not s.zero_copy for s in steps)
+    # "Why not zero-copy": edges from a framework the route passed through into the target.
+    why_edges = {f"{k.framework}->{target}" for k, _ in path}
     notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
     return Route(
         source=node_name(source),
@@ -190,9 +192,7 @@ def make_route(
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,
-        refused=tuple(
-            r for r in refused if r[2].endswith(f"->{target}") and not r[3].startswith(VARIANT)
-        )
+        refused=tuple(r for r in refused if r[2] in why_edges and not r[3].startswith(VARIANT))
         if copies
         else (),
         notes=notes,

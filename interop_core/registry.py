@@ -101,6 +101,11 @@ class Registry:
     def unregister(self, plugin: Any = None, name: str | None = None) -> None:
         """Unregister a plugin (by object or name); plans are rebuilt."""
         with self.lock:
+            known = self.pm.get_plugin(name) if name is not None else None
+            if (plugin is None and known is None) or (
+                plugin is not None and not self.pm.is_registered(plugin)
+            ):
+                raise PluginError(f"Plugin {name or plugin!r} is not registered.")
             self.pm.unregister(plugin, name)
             self.state = self._build()
 

@@ -96,6 +96,18 @@ def np_dtype(name: str) -> Any:
     return np.dtype(name)
 
 
+def has_ml_dtypes() -> bool:
+    """Whether ml_dtypes (numpy's bfloat16) can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec("ml_dtypes") is not None
+
+
+def np_itemsize(name: str) -> int:
+    """Bytes per element of canonical dtype ``name``."""
+    return int(np_dtype(name).itemsize)
+
+
 def need_ml_dtypes() -> Any:
     """ml_dtypes, or skip (numpy has no bfloat16 without it)."""
     import pytest
@@ -204,10 +216,10 @@ def torch_from_ref(ref: Any) -> Any:
     """A fresh C-contiguous torch tensor with ``ref``'s values (bfloat16 via a uint16 view)."""
     np = need("numpy")
     torch = need("torch")
-    ref = np.ascontiguousarray(ref)
+    ref = np.array(ref, order="C", copy=True)  # ascontiguousarray would make 0-d 1-d
     if ref.dtype == np_dtype("bfloat16"):
-        return torch.from_numpy(ref.view(np.uint16).copy()).view(torch.bfloat16).clone()
-    return torch.from_numpy(ref.copy()).clone()
+        return torch.from_numpy(ref.view(np.uint16)).view(torch.bfloat16).clone()
+    return torch.from_numpy(ref).clone()
 
 
 def make_torch(ref: Any, layout: str) -> Any:

@@ -1,0 +1,457 @@
+"""The error hierarchy, argument errors, and rule 6 (a failing converter is routed around).
+
+Rule-6 tests use two tiny fake frameworks ("boxa", "boxb") declared by a test plugin in an
+isolated registry, so they need no real framework and control exactly what fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import interop_core
+from interop_core import (
+    ConversionError,
+    ConverterSpec,
+    CopyRequiredError,
+    DeviceError,
+    FrameworkNotInstalledError,
+    FrameworkSpec,
+    InteropError,
+    NoRouteError,
+    NotAnArrayError,
+    OptionError,
+    PluginError,
+    TensorInfo,
+    UnknownFrameworkError,
+    explain,
+    hookimpl,
+    to,
+)
+from interop_core.manager import PluginWarning
+from interop_core.specs import CPU
+from interop_core.testing import isolated_registry
+
+# -- the hierarchy ------------------------------------------------------------------------
+
+HIERARCHY = {
+    "InteropError": Exception,
+    "UnknownFrameworkError": LookupError,
+    "FrameworkNotInstalledError": ImportError,
+    "NoRouteError": LookupError,
+    "CopyRequiredError": BufferError,
+    "NotAnArrayError": TypeError,
+    "ConversionError": RuntimeError,
+    "PluginError": InteropError,
+    "OptionError": TypeError,
+    "DeviceError": ValueError,
+}
+
+
+@pytest.mark.parametrize(("name", "builtin"), list(HIERARCHY.items()))
+def test_errors_importable_and_subclass_builtins(name: str, builtin: type) -> None:
+    cls = getattr(interop_core, name)
+    assert name in interop_core.__all__
+    assert issubclass(cls, InteropError)
+    assert issubclass(cls, builtin)
+
+
+def test_unknown_framework_suggests_close_names(np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with pytest.raises(UnknownFrameworkError) as info:
+        to(a, "pytorh")
+    err = info.value
+    assert isinstance(err, LookupError)
+    assert "torch" in err.suggestions
+    assert "Did you mean" in str(err) and "'torch'" in str(err)
+    assert err.name == "pytorh"
+    with pytest.raises(UnknownFrameworkError, match="'tensorflow'"):
+        explain(a, "tensorflw")
+
+
+@pytest.mark.parametrize("target", ["", "nosuchframework", None, 3, ("torch",)])
+def test_unknown_targets_raise_unknown_framework(target: Any, np: Any) -> None:
+    with pytest.raises(UnknownFrameworkError):
+        to(np.zeros(2), target)
+
+
+def test_module_that_is_no_framework_raises_unknown_framework(np: Any) -> None:
+    import json
+
+    with pytest.raises(UnknownFrameworkError, match="json"):
+        to(np.zeros(2), json)
+
+
+class GhostPlugin:
+    """Declares a framework whose module does not exist."""
+
+    @hookimpl
+    def interop_frameworks(self) -> list[FrameworkSpec]:
+        return [
+            FrameworkSpec(
+                name="ghostfw",
+                aliases=("ghost",),
+                array_types=("interop_no_such_module_xyz.Array",),
+                describe=lambda x: None,  # type: ignore[arg-type, return-value]
+                key=lambda x: None,
+                data_ptr=lambda x: 0,
+                example=lambda data, dtype: None,
+                dtypes=frozenset({"float32"}),
+                distribution="ghostfw",
+                install_hint="pip install ghostfw-runtime",
+            )
+        ]
+
+
+def test_framework_not_installed_has_install_hint(np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with isolated_registry(GhostPlugin(), builtins=True):
+        for target in ("ghostfw", "Ghost"):
+            with pytest.raises(FrameworkNotInstalledError) as info:
+                to(a, target)
+            err = info.value
+            assert isinstance(err, ImportError)
+            assert "pip install ghostfw-runtime" in str(err)
+            assert err.install_hint == "pip install ghostfw-runtime"
+            assert "ghostfw" in str(err)
+        with pytest.raises(FrameworkNotInstalledError):
+            explain(a, "ghostfw")
+        # the built-ins keep working beside it
+        assert to(a, "numpy") is a
+
+
+def test_no_route_lists_refused_edges_with_plugins_and_reasons(np: Any, jax: Any) -> None:
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("x64 is on in this process")
+    a = np.arange(4, dtype=np.int64)
+    with pytest.raises(NoRouteError) as info:
+        to(a, "jax")
+    err = info.value
+    assert isinstance(err, LookupError)
+    msg = str(err)
+    assert "jax.dlpack.from_dlpack [numpy->jax]" in msg
+    assert "from plugin 'interop_plugins.dlpack'" in msg
+    assert "jax_enable_x64" in msg
+    assert err.refused, "the refusals are kept on the error"
+    for name, plugin, edge, reason in err.refused:
+        assert name and plugin and "->" in edge and reason
+    assert any(r[1] == "interop_plugins.dlpack" and "jax_enable_x64" in r[3] for r in err.refused)
+
+
+# -- argument errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("copy", ["yes", "True", 2, 0.5, [], "never"])
+def test_bad_copy_value_raises_option_error(copy: Any, np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with pytest.raises(OptionError, match="copy must be None, True or False"):
+        to(a, "numpy", copy=copy)
+    with pytest.raises(OptionError):
+        explain(a, "numpy", copy=copy)
+
+
+def test_copy_one_and_zero_are_rejected_or_honoured(np: Any, torch: Any) -> None:
+    """copy=1/0 compare equal to True/False: either refuse them or give them those meanings."""
+    a = np.arange(4, dtype=np.float32)
+    try:
+        t = to(a, "torch", copy=1)
+    except OptionError:
+        pass
+    else:
+        assert t.data_ptr() != a.ctypes.data, "copy=1 returned memory shared with the input"
+    neg = np.arange(4, dtype=np.float32)[::-1]
+    with pytest.raises((OptionError, CopyRequiredError)):
+        to(neg, "torch", copy=0)
+
+
+def test_copy_one_does_not_poison_copy_true(np: Any, torch: Any) -> None:
+    """The warm-path cache must not hand a copy=1 plan to a later copy=True call."""
+    a = np.arange(4, dtype=np.float32)
+    for _ in range(2):
+        with contextlib.suppress(OptionError):
+            to(a, "torch", copy=1)
+    b = np.arange(4, dtype=np.float32)
+    t = to(b, "torch", copy=True)
+    assert t.data_ptr() != b.ctypes.data, "copy=True returned memory shared with the input"
+
+
+@pytest.mark.parametrize("options", [{"bogus": 1}, {"source": "jax"}, {"dtype": "float32"}])
+def test_unknown_option_raises_option_error(options: dict[str, Any], np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with pytest.raises(OptionError) as info:
+        to(a, "numpy", **options)
+    assert next(iter(options)) in str(info.value)
+    with pytest.raises(OptionError):
+        explain(a, "numpy", **options)
+
+
+@pytest.mark.parametrize("device", ["cuda:x", "", "cuda:-1", "cpu:one", ":0"])
+def test_bad_device_string_raises_device_error(device: str, np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with pytest.raises(DeviceError) as info:
+        to(a, "numpy", device=device)
+    assert isinstance(info.value, ValueError)
+    assert repr(device) in str(info.value)
+    with pytest.raises(DeviceError):
+        explain(a, "numpy", device=device)
+
+
+def test_device_that_is_no_device_raises_device_error(np: Any) -> None:
+    with pytest.raises(DeviceError):
+        to(np.zeros(2), "numpy", device=object())
+
+
+def test_unavailable_device_raises_no_route_with_reason(np: Any, torch: Any) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(NoRouteError, match="no CUDA device"):
+        to(np.zeros(2, dtype=np.float32), "torch", device="cuda:0")
+
+
+def test_not_an_array_error(np: Any) -> None:
+    with pytest.raises(NotAnArrayError) as info:
+        to(object(), "numpy")
+    assert isinstance(info.value, TypeError)
+    assert "builtins.object" in str(info.value)
+
+
+def test_conflicting_plugin_raises_plugin_error_naming_both(np: Any) -> None:
+    class Clash:
+        @hookimpl
+        def interop_frameworks(self) -> list[FrameworkSpec]:
+            return [box_spec("numpy", "interop_test_boxes.BoxA")]
+
+    with isolated_registry(builtins=True) as reg:
+        with pytest.raises(PluginError) as info:
+            reg.register(Clash(), name="clash-plugin")
+        msg = str(info.value)
+        assert "clash-plugin" in msg and "interop_plugins.numpy" in msg
+        assert to(np.zeros(2), "numpy") is not None  # the registry still works
+
+
+# -- rule 6: fake frameworks and a flaky converter ------------------------------------------
+
+
+class BoxA:
+    """A fake array: a list of floats."""
+
+    def __init__(self, values: list[float]) -> None:
+        self.values = list(values)
+
+
+class BoxB(BoxA):
+    """The fake target framework's array."""
+
+
+def box_describe(framework: str) -> Callable[[Any], TensorInfo]:
+    def describe(x: Any) -> TensorInfo:
+        n = len(x.values)
+        return TensorInfo(framework, "float32", CPU, (n,), (4,), "C", False, True)
+
+    return describe
+
+
+def box_spec(name: str, path: str) -> FrameworkSpec:
+    return FrameworkSpec(
+        name=name,
+        array_types=(path,),
+        describe=box_describe(name),
+        key=lambda x: "box",
+        data_ptr=id,
+        example=lambda data, dtype: None,
+        dtypes=frozenset({"float32"}),
+        module="interop_test_boxes",
+    )
+
+
+@pytest.fixture
+def boxes(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    """A module in sys.modules that owns BoxA and BoxB (detection looks only there)."""
+    mod = types.ModuleType("interop_test_boxes")
+    mod.BoxA = BoxA  # type: ignore[attr-defined]
+    mod.BoxB = BoxB  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "interop_test_boxes", mod)
+    yield mod
+
+
+class BoxPlugin:
+    """Frameworks boxa/boxb; a cheap 'flaky' converter and a dearer 'fallback'."""
+
+    def __init__(self, flaky: Callable[[Any], Any], fallback: bool = True) -> None:
+        self.flaky = flaky
+        self.fallback = fallback
+        self.calls: list[str] = []
+
+    @hookimpl
+    def interop_frameworks(self) -> list[FrameworkSpec]:
+        return [
+            box_spec("boxa", "interop_test_boxes.BoxA"),
+            box_spec("boxb", "interop_test_boxes.BoxB"),
+        ]
+
+    @hookimpl
+    def interop_converters(self) -> list[ConverterSpec]:
+        def load_flaky() -> Callable[[Any], Any]:
+            def run(x: Any) -> Any:
+                self.calls.append("flaky")
+                return self.flaky(x)
+
+            return run
+
+        def load_fallback() -> Callable[[Any], Any]:
+            def run(x: Any) -> Any:
+                self.calls.append("fallback")
+                return BoxB(x.values)
+
+            return run
+
+        edges = [ConverterSpec("flaky box", "boxa", "boxb", load_flaky, zero_copy=True, cost=0.1)]
+        if self.fallback:
+            edges.append(
+                ConverterSpec(
+                    "fallback box", "boxa", "boxb", load_fallback, zero_copy=True, cost=5.0
+                )
+            )
+        return edges
+
+
+def raiser(exc: BaseException) -> Callable[[Any], Any]:
+    def run(x: Any) -> Any:
+        raise exc
+
+    return run
+
+
+@pytest.mark.parametrize("exc", [BufferError("buffer is gone"), NotImplementedError("nope")])
+def test_rule6_failing_converter_is_excluded_and_replanned(
+    exc: BaseException, boxes: types.ModuleType
+) -> None:
+    plugin = BoxPlugin(raiser(exc))
+    with isolated_registry() as reg:
+        reg.register(plugin, name="test-box-plugin")
+        route = explain(BoxA([1.0, 2.0]), "boxb")
+        assert [s.converter for s in route.steps] == ["flaky box"]
+        with pytest.warns(PluginWarning) as record:
+            out = to(BoxA([1.0, 2.0]), "boxb")
+        assert isinstance(out, BoxB) and out.values == [1.0, 2.0]
+        assert plugin.calls == ["flaky", "fallback"]
+        messages = [str(w.message) for w in record if issubclass(w.category, PluginWarning)]
+        assert len(messages) == 1, messages
+        assert "flaky box" in messages[0] and "test-box-plugin" in messages[0]
+        assert type(exc).__name__ in messages[0]
+        # a later call still gets the right answer
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PluginWarning)
+            again = to(BoxA([3.0]), "boxb")
+        assert isinstance(again, BoxB) and again.values == [3.0]
+
+
+def test_rule6_replans_only_once(boxes: types.ModuleType) -> None:
+    """When the re-planned route fails the same way, a ConversionError names it."""
+    plugin = BoxPlugin(raiser(BufferError("flaky gone")))
+    with isolated_registry() as reg:
+        reg.register(plugin, name="test-box-plugin")
+        original = plugin.interop_converters
+
+        def both_fail() -> list[ConverterSpec]:
+            edges = original()
+            return [edges[0], ConverterSpec("fallback box", "boxa", "boxb",
+                                            lambda: raiser(BufferError("fallback gone")),
+                                            zero_copy=True, cost=5.0)]  # fmt: skip
+
+        plugin.interop_converters = hookimpl(both_fail)  # type: ignore[method-assign]
+        reg.unregister(name="test-box-plugin")
+        reg.register(plugin, name="test-box-plugin")
+        with pytest.warns(PluginWarning, match="flaky box"), pytest.raises(ConversionError) as info:
+            to(BoxA([1.0]), "boxb")
+        assert "fallback box" in str(info.value) and "test-box-plugin" in str(info.value)
+        assert isinstance(info.value.__cause__, BufferError)
+
+
+def test_rule6_without_alternative_raises_interop_error(boxes: types.ModuleType) -> None:
+    plugin = BoxPlugin(raiser(BufferError("gone")), fallback=False)
+    with isolated_registry() as reg:
+        reg.register(plugin, name="test-box-plugin")
+        with pytest.warns(PluginWarning, match="flaky box"), pytest.raises(InteropError):
+            to(BoxA([1.0]), "boxb")
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad value"), TypeError("bad type"),
+                                 RuntimeError("boom"), KeyError("k")])  # fmt: skip
+def test_other_converter_exception_becomes_conversion_error(
+    exc: BaseException, boxes: types.ModuleType
+) -> None:
+    plugin = BoxPlugin(raiser(exc))
+    with isolated_registry() as reg:
+        reg.register(plugin, name="test-box-plugin")
+        for _ in range(2):  # the slow path, then the warm path
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", PluginWarning)  # no silent re-plan
+                with pytest.raises(ConversionError) as info:
+                    to(BoxA([1.0]), "boxb")
+            msg = str(info.value)
+            assert "flaky box" in msg and "test-box-plugin" in msg
+            assert type(exc).__name__ in msg
+            assert info.value.__cause__ is exc
+        assert "fallback" not in plugin.calls
+
+
+def test_converter_whose_load_fails_raises_conversion_error(boxes: types.ModuleType) -> None:
+    class BadLoad(BoxPlugin):
+        @hookimpl
+        def interop_converters(self) -> list[ConverterSpec]:
+            def load() -> Callable[[Any], Any]:
+                raise RuntimeError("cannot build converter")
+
+            return [ConverterSpec("bad load", "boxa", "boxb", load, zero_copy=True)]
+
+    with isolated_registry() as reg:
+        reg.register(BadLoad(lambda x: x), name="bad-load-plugin")
+        with pytest.raises(ConversionError, match=r"bad load.*bad-load-plugin"):
+            to(BoxA([1.0]), "boxb")
+
+
+def test_converter_whose_load_cannot_import_raises_not_installed(
+    boxes: types.ModuleType,
+) -> None:
+    class MissingImport(BoxPlugin):
+        @hookimpl
+        def interop_converters(self) -> list[ConverterSpec]:
+            def load() -> Callable[[Any], Any]:
+                import interop_no_such_module_xyz  # type: ignore[import-not-found]  # noqa: F401
+
+                raise AssertionError("unreachable")
+
+            return [ConverterSpec("needs module", "boxa", "boxb", load, zero_copy=True)]
+
+    with isolated_registry() as reg:
+        reg.register(MissingImport(lambda x: x), name="missing-import-plugin")
+        with pytest.raises(FrameworkNotInstalledError) as info:
+            to(BoxA([1.0]), "boxb")
+        assert isinstance(info.value, ImportError)
+        assert "pip install" in str(info.value)
+
+
+def test_describe_failure_is_a_conversion_error(boxes: types.ModuleType) -> None:
+    """A describe() that raises surfaces as ConversionError naming the plugin."""
+
+    class Broken:
+        @hookimpl
+        def interop_frameworks(self) -> list[FrameworkSpec]:
+            def describe(x: Any) -> TensorInfo:
+                raise ValueError("cannot describe")
+
+            spec = box_spec("boxa", "interop_test_boxes.BoxA")
+            return [replace(spec, describe=describe), box_spec("boxb", "interop_test_boxes.BoxB")]
+
+    with isolated_registry() as reg:
+        reg.register(Broken(), name="broken-describe")
+        with pytest.raises(ConversionError, match=r"broken-describe.*cannot describe"):
+            to(BoxA([1.0]), "boxb")

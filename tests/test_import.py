@@ -1,0 +1,98 @@
+"""Plugin rule 1: importing interop_core (and building its registry) imports no framework.
+
+Each check runs in a fresh interpreter, since this test process has the frameworks loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import need
+
+#: Frameworks (and their native halves) that must never be imported behind the user's back.
+FRAMEWORKS = ("numpy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "nvidia.dali", "ml_dtypes")
+
+
+def run_python(code: str, *, autoload: bool = True) -> dict[str, list[str]]:
+    """Run ``code`` in a fresh interpreter; it prints a JSON object as its last line."""
+    env = dict(os.environ)
+    env.pop("INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD", None)
+    if not autoload:
+        env["INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    prelude = textwrap.dedent(
+        f"""
+        import json, sys
+        FRAMEWORKS = {FRAMEWORKS!r}
+        def frameworks():
+            return sorted(
+                f for f in FRAMEWORKS
+                if any(m == f or m.startswith(f + ".") for m in list(sys.modules))
+            )
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, list[str]] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("autoload", [True, False], ids=["entry-points", "no-autoload"])
+def test_import_and_default_registry_import_no_framework(autoload: bool) -> None:
+    result = run_python(
+        """
+        import interop_core
+        after_import = frameworks()
+        reg = interop_core.default_registry()
+        assert reg.state.frameworks, "the default registry declares no framework"
+        print(json.dumps({"import": after_import, "registry": frameworks(),
+                          "known": sorted(reg.state.frameworks)}))
+        """,
+        autoload=autoload,
+    )
+    assert result["import"] == []
+    assert result["registry"] == []
+    assert {"numpy", "torch", "jax", "tensorflow"} <= set(result["known"])
+
+
+def test_import_pulls_in_only_the_standard_library_and_pluggy() -> None:
+    result = run_python(
+        """
+        before = set(sys.modules)
+        import interop_core
+        interop_core.default_registry()
+        new = {m.partition(".")[0] for m in set(sys.modules) - before}
+        print(json.dumps({"new": sorted(new - set(sys.stdlib_module_names))}))
+        """,
+        autoload=False,
+    )
+    assert set(result["new"]) <= {"interop_core", "interop_plugins", "pluggy"}, result["new"]
+
+
+def test_numpy_to_numpy_imports_no_other_framework() -> None:
+    need("numpy")
+    result = run_python(
+        """
+        import numpy as np
+        from interop_core import explain, to
+        x = np.arange(6.0).reshape(2, 3)
+        y = to(x, "numpy")
+        assert y is x
+        assert to({"a": x, "b": [x, 1]}, "np")["b"][0] is x
+        assert to(x, "numpy") is x  # the warm path too
+        assert explain(x, "numpy").zero_copy
+        print(json.dumps({"loaded": frameworks()}))
+        """
+    )
+    assert result["loaded"] == ["numpy"]

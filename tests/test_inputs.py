@@ -1,0 +1,493 @@
+"""Inputs beyond plain dense arrays (FACTS.md, "Inputs a router meets ...").
+
+Each input either converts correctly (values and dtype checked) or raises an
+:class:`InteropError` subclass whose message says what to do: never a raw framework
+exception, never a crash.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+from conftest import need
+
+from interop_core import (
+    CopyRequiredError,
+    InteropError,
+    NoRouteError,
+    NotAnArrayError,
+    explain,
+    to,
+)
+from interop_core.testing import isolated_registry
+
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
+ALL_PAIRS = [(s, d) for s in FRAMEWORKS for d in FRAMEWORKS]
+OTHERS_THAN_TORCH = ("numpy", "jax", "tensorflow")
+ALIGNMENT = 64
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def aligned_numpy(values: Any) -> Any:
+    """A C-contiguous copy of ``values`` starting on a 64-byte boundary."""
+    np = need("numpy")
+    values = np.asarray(values)
+    buf = np.empty(values.nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -buf.ctypes.data % ALIGNMENT
+    out = buf[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
+    out[...] = values
+    return out
+
+
+def numpy_dtype(name: str) -> Any:
+    """numpy dtype of a canonical name (ml_dtypes for bfloat16/float8)."""
+    np = need("numpy")
+    if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def build(fw: str, values: Any) -> Any:
+    """An array of ``fw`` holding the numpy ``values`` (ml_dtypes dtypes included)."""
+    np = need("numpy")
+    if fw == "numpy":
+        return aligned_numpy(values)
+    if fw == "torch":
+        torch = need("torch")
+        name = values.dtype.name
+        if name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            uint = np.uint16 if name == "bfloat16" else np.uint8
+            raw = torch.from_numpy(np.array(values, order="C").view(uint))
+            return raw.view(getattr(torch, name)).clone()
+        return torch.tensor(values)
+    if fw == "jax":
+        return need("jax").numpy.asarray(values)
+    return need("tensorflow").constant(values)
+
+
+def values_of(x: Any) -> Any:
+    """The values of ``x`` as float64/complex128 numpy, read with the framework's own API."""
+    np = need("numpy")
+    mod = type(x).__module__
+    if isinstance(x, np.ndarray):
+        out = x
+    elif mod.startswith("torch"):
+        torch = need("torch")
+        t = x.detach().resolve_conj().resolve_neg()
+        out = t.to(torch.complex128 if t.is_complex() else torch.float64).numpy()
+    elif mod.startswith(("jax", "jaxlib")):
+        jnp = need("jax").numpy
+        out = np.asarray(x.astype(jnp.complex64 if jnp.iscomplexobj(x) else jnp.float32))
+    else:
+        tf = need("tensorflow")
+        out = tf.cast(x, tf.complex64 if x.dtype.is_complex else tf.float32).numpy()
+    kind = "complex128" if np.iscomplexobj(out) else "float64"
+    return np.asarray(out).astype(kind)
+
+
+def dtype_name(x: Any) -> str:
+    """Canonical dtype name of ``x`` in any framework."""
+    dt = x.dtype
+    name = getattr(dt, "name", None)
+    return name if isinstance(name, str) else str(dt).removeprefix("torch.")
+
+
+def framework_of(x: Any) -> str:
+    np = need("numpy")
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    mod = type(x).__module__
+    for prefix, fw in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow")):
+        if mod.startswith(prefix):
+            return fw
+    raise AssertionError(f"{type(x)} is no framework's array")
+
+
+def sparse_inputs() -> dict[str, Any]:
+    torch = need("torch")
+    dense = torch.tensor([[0.0, 1.5], [-2.0, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"coo": dense.to_sparse(), "csr": dense.to_sparse_csr()}
+
+
+def quantized_input() -> Any:
+    torch = need("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.1, 0, torch.qint8)
+
+
+# -- torch sparse -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr"])
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_sparse_to_other_frameworks_raises_with_advice(kind: str, dst: str) -> None:
+    need(dst)
+    x = sparse_inputs()[kind]
+    with isolated_registry(builtins=True):  # a cold cache: the slow path
+        with pytest.raises(NoRouteError) as info:
+            to(x, dst)
+        assert "to_dense" in str(info.value)
+        with pytest.raises(NoRouteError, match="to_dense"):
+            explain(x, dst)
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr"])
+def test_sparse_to_torch_is_returned_as_is(kind: str) -> None:
+    x = sparse_inputs()[kind]
+    assert to(x, "torch") is x
+    assert explain(x, "torch").steps == ()
+
+
+@pytest.mark.parametrize("kind", ["coo", "csr"])
+def test_sparse_after_a_dense_tensor_warmed_the_cache(kind: str, np: Any) -> None:
+    """The warm path (keyed on torch.Tensor) must not trip over a sparse tensor."""
+    torch = need("torch")
+    x = sparse_inputs()[kind]
+    with isolated_registry(builtins=True):
+        to(torch.ones(3), "numpy")
+        to(torch.ones(3), "numpy")
+        with pytest.raises(InteropError, match="to_dense"):
+            to(x, "numpy")
+
+
+# -- torch quantized ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_quantized_raises_with_dequantize_advice(dst: str) -> None:
+    need(dst)
+    q = quantized_input()
+    with pytest.raises(InteropError) as info:
+        to(q, dst)
+    assert "dequantize" in str(info.value), str(info.value)
+
+
+def test_quantized_to_torch_is_returned_as_is() -> None:
+    q = quantized_input()
+    assert to(q, "torch") is q
+
+
+# -- torch conj / neg views ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_conj_view_converts_with_conjugated_values(dst: str) -> None:
+    np = need("numpy")
+    torch = need("torch")
+    need(dst)
+    base = torch.tensor([1 + 2j, 3 - 4j, -0.5 + 0j], dtype=torch.complex64)
+    x = base.conj()
+    assert x.is_conj()
+    y = to(x, dst)
+    assert framework_of(y) == dst
+    assert dtype_name(y) == "complex64"
+    np.testing.assert_array_equal(values_of(y), np.array([1 - 2j, 3 + 4j, -0.5 - 0j]))
+    route = explain(x, dst)
+    assert route.copies == 1
+    assert "resolve_conj" in str(route)
+    with pytest.raises(CopyRequiredError, match="conjugate"):
+        to(x, dst, copy=False)
+    assert x.is_conj() and base[0] == 1 + 2j  # the source is untouched
+
+
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_negative_bit_view_converts_with_negated_values(dst: str) -> None:
+    np = need("numpy")
+    torch = need("torch")
+    need(dst)
+    x = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64).conj().imag
+    assert x.is_neg()
+    y = to(x, dst)
+    assert dtype_name(y) == "float32"
+    np.testing.assert_array_equal(values_of(y), np.array([-2.0, 4.0]))
+    assert "resolve_neg" in str(explain(x, dst))
+
+
+def test_conj_view_to_torch_copy_true_resolves(np: Any) -> None:
+    torch = need("torch")
+    x = torch.tensor([1 + 2j], dtype=torch.complex64).conj()
+    y = to(x, "torch", copy=True)
+    assert y.data_ptr() != x.data_ptr()
+    assert complex(y[0]) == 1 - 2j
+
+
+# -- requires_grad ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_requires_grad_converts_detached_with_values(dst: str) -> None:
+    np = need("numpy")
+    torch = need("torch")
+    need(dst)
+    leaf = torch.arange(6.0, requires_grad=True)
+    x = leaf * 2  # a non-leaf with a grad_fn
+    y = to(x, dst)
+    assert framework_of(y) == dst
+    np.testing.assert_array_equal(values_of(y), np.arange(6.0) * 2)
+    route = explain(x, dst)
+    assert route.zero_copy
+    assert any("detached" in n for n in route.notes)
+    back = to(y, "torch")
+    assert not back.requires_grad and back.grad_fn is None
+    assert x.requires_grad and x.grad_fn is not None  # the source keeps its graph
+    x.sum().backward()  # and autograd still works on it
+    np.testing.assert_array_equal(leaf.grad.numpy(), np.full(6, 2.0))
+
+
+def test_requires_grad_to_torch_copy_true_keeps_autograd(np: Any) -> None:
+    torch = need("torch")
+    x = torch.arange(3.0, requires_grad=True)
+    y = to(x, "torch", copy=True)
+    assert y.data_ptr() != x.data_ptr()
+    assert y.requires_grad
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones(3))
+
+
+# -- float8 -------------------------------------------------------------------------------
+
+F8_VALUES = [1.0, 2.0, -0.5, 0.0, 0.25, -3.0]
+F8_PAIRS = [(s, d) for s in ("numpy", "torch", "jax") for d in ("numpy", "torch", "jax")]
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize(("src", "dst"), F8_PAIRS)
+def test_float8_crosses_numpy_torch_jax(src: str, dst: str, dtype: str) -> None:
+    np = need("numpy")
+    need(src)
+    need(dst)
+    values = np.array(F8_VALUES, dtype=numpy_dtype(dtype))
+    x = build(src, values)
+    assert dtype_name(x) == dtype
+    y = to(x, dst)
+    assert framework_of(y) == dst
+    assert dtype_name(y) == dtype
+    np.testing.assert_array_equal(values_of(y), np.array(F8_VALUES))
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("src", ["numpy", "torch", "jax"])
+def test_float8_to_tensorflow_raises_naming_the_dtype(src: str, dtype: str) -> None:
+    np = need("numpy")
+    need("tensorflow")
+    need(src)
+    x = build(src, np.array(F8_VALUES, dtype=numpy_dtype(dtype)))
+    with pytest.raises(NoRouteError, match=dtype):
+        to(x, "tensorflow")
+
+
+# -- 0-d and empty arrays, every pair -----------------------------------------------------
+
+SMALL_DTYPES = ["bfloat16", "float16", "float32", "int8", "bool", "complex64"]
+SHAPES = {"0-d": (), "empty": (0,), "empty-2d": (2, 0)}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("dtype", SMALL_DTYPES)
+@pytest.mark.parametrize(("src", "dst"), ALL_PAIRS)
+def test_zero_d_and_empty_every_pair(src: str, dst: str, dtype: str, shape: str) -> None:
+    np = need("numpy")
+    need(src)
+    need(dst)
+    dims = SHAPES[shape]
+    values = np.full(dims, -1.5 if dtype != "int8" else -3).astype(numpy_dtype(dtype))
+    if dtype == "bool":
+        values = np.full(dims, True)
+    x = build(src, values)
+    y = to(x, dst)
+    assert framework_of(y) == dst
+    assert dtype_name(y) == dtype
+    assert tuple(y.shape) == dims
+    np.testing.assert_array_equal(values_of(y), values_of(values))
+
+
+# -- numpy-only dtypes --------------------------------------------------------------------
+
+
+def numpy_only_arrays() -> dict[str, tuple[Any, str]]:
+    """Arrays no other framework can hold, with a word the error message must contain."""
+    np = need("numpy")
+    return {
+        "structured": (np.zeros(3, dtype=[("a", "i4"), ("b", "f8")]), "void"),
+        "object": (np.array([1, "x", None], dtype=object), "object"),
+        "unicode": (np.array(["ab", "c"]), "str"),
+        "bytes": (np.array([b"ab", b"c"]), "bytes"),
+        "datetime": (np.array(["2020-01-01"], dtype="datetime64[D]"), "datetime64"),
+        "big-endian": (np.arange(3, dtype=">f4"), "byte order"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["structured", "object", "unicode", "bytes", "datetime",
+                                  "big-endian"])  # fmt: skip
+@pytest.mark.parametrize("dst", ["torch", "jax", "tensorflow"])
+def test_numpy_only_dtypes_raise_naming_the_dtype(kind: str, dst: str) -> None:
+    need(dst)
+    x, word = numpy_only_arrays()[kind]
+    with pytest.raises(NoRouteError) as info:
+        to(x, dst)
+    assert word in str(info.value)
+    assert "Cast" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["structured", "object", "unicode", "bytes", "datetime",
+                                  "big-endian"])  # fmt: skip
+def test_numpy_only_dtypes_to_numpy_are_returned_as_is(kind: str) -> None:
+    x, _ = numpy_only_arrays()[kind]
+    assert to(x, "numpy") is x
+    assert explain(x, "numpy").steps == ()
+
+
+def test_big_endian_converts_after_byteswap(np: Any, torch: Any) -> None:
+    """The advice works: a native-order copy converts with the same values."""
+    be = np.arange(4, dtype=">f4")
+    t = to(be.astype("=f4"), "torch")
+    np.testing.assert_array_equal(t.numpy(), be)
+
+
+# -- masked arrays ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dst", ["torch", "jax", "tensorflow"])
+def test_masked_array_raises_about_the_mask(dst: str) -> None:
+    np = need("numpy")
+    need(dst)
+    m = np.ma.masked_array(np.array([1.0, 2.0, 3.0], dtype=np.float32), mask=[0, 1, 0])
+    with pytest.raises(NoRouteError, match="mask"):
+        to(m, dst)
+    with pytest.raises(NoRouteError, match="mask"):
+        to(m, dst, copy=True)
+
+
+def test_masked_array_to_numpy_keeps_mask(np: Any) -> None:
+    m = np.ma.masked_array(np.array([1.0, 2.0, 3.0], dtype=np.float32), mask=[0, 1, 0])
+    out = to(m, "numpy")
+    assert out is m
+    assert list(np.ma.getmaskarray(out)) == [False, True, False]
+
+
+# -- Python scalars and lists -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [3, 1.5, 2 + 1j, True, "text", b"bytes", None, [1, 2, 3], [[1.0, 2.0], [3.0, 4.0]],
+     (1, 2)],
+    ids=["int", "float", "complex", "bool", "str", "bytes", "None", "list", "nested-list",
+         "tuple"],
+)  # fmt: skip
+def test_python_values_at_top_level_raise_not_an_array(obj: Any, np: Any) -> None:
+    with pytest.raises(NotAnArrayError) as info:
+        to(obj, "numpy")
+    assert isinstance(info.value, TypeError)
+    assert "asarray" in str(info.value)  # says how to wrap it
+    with pytest.raises(NotAnArrayError):
+        explain(obj, "numpy")
+
+
+def test_numpy_scalar_raises_not_an_array(np: Any, torch: Any) -> None:
+    with pytest.raises(NotAnArrayError, match=r"numpy\.float32"):
+        to(np.float32(1.0), "torch")
+
+
+# -- traced and symbolic values -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dst", ["numpy", "torch", "tensorflow"])
+def test_jax_tracer_inside_jit_raises_interop_error(dst: str) -> None:
+    jax = need("jax")
+    need(dst)
+    caught: list[BaseException] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        try:
+            to(x * 2, dst)
+        except Exception as exc:
+            caught.append(exc)
+        return x
+
+    out = f(jax.numpy.ones(3))
+    assert float(out.sum()) == 3.0
+    assert len(caught) == 1
+    err = caught[0]
+    assert isinstance(err, InteropError), repr(err)
+    assert "jit" in str(err), str(err)  # tells the user to convert outside the trace
+
+
+def test_jax_tracer_to_jax_is_returned_as_is() -> None:
+    jax = need("jax")
+    seen: list[Any] = []
+
+    @jax.jit
+    def f(x: Any) -> Any:
+        y = x * 2
+        try:
+            seen.append(to(y, "jax") is y)
+        except Exception as exc:
+            seen.append(exc)
+        return y
+
+    f(jax.numpy.ones(2))
+    assert seen == [True]
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_jax_tracer_under_grad_and_vmap_raises_interop_error(transform: str, np: Any) -> None:
+    jax = need("jax")
+    caught: list[BaseException] = []
+
+    def f(x: Any) -> Any:
+        try:
+            to(x, "numpy")
+        except Exception as exc:
+            caught.append(exc)
+        return x.sum()
+
+    if transform == "grad":
+        jax.grad(f)(jax.numpy.ones(3))
+    else:
+        jax.vmap(f)(jax.numpy.ones((2, 3)))
+    assert caught and all(isinstance(e, InteropError) for e in caught), caught
+
+
+@pytest.mark.parametrize("dst", ["numpy", "torch", "jax"])
+def test_tf_symbolic_tensor_inside_tf_function_raises(dst: str) -> None:
+    tf = need("tensorflow")
+    need(dst)
+    caught: list[BaseException] = []
+
+    @tf.function
+    def f(x: Any) -> Any:
+        try:
+            to(x, dst)
+        except Exception as exc:
+            caught.append(exc)
+        return x + 1
+
+    out = f(tf.ones(3))
+    assert out.numpy().tolist() == [2.0, 2.0, 2.0]
+    assert len(caught) == 1
+    err = caught[0]
+    assert isinstance(err, NoRouteError), repr(err)
+    assert "tf.function" in str(err)
+
+
+def test_tf_symbolic_tensor_to_tensorflow_is_returned_as_is() -> None:
+    tf = need("tensorflow")
+    seen: list[bool] = []
+
+    @tf.function
+    def f(x: Any) -> Any:
+        seen.append(to(x, "tensorflow") is x)
+        return x
+
+    f(tf.ones(2))
+    assert seen == [True]

@@ -1,0 +1,251 @@
+"""The conversion matrix: every ordered framework pair x shared dtype x source layout case.
+
+For each case ``to(x, target)`` must return an array of the target framework with the
+source's dtype, shape and values; whenever ``explain()`` promises zero-copy the data
+pointers are equal (and they differ whenever it promises a copy); where FACTS.md says a
+zero-copy path exists the route takes it, and where the target cannot share (or must not,
+rule 8) the route copies. ``copy=True`` never shares memory; ``copy=False`` shares or raises
+CopyRequiredError. 64-bit dtypes into JAX without x64 raise NoRouteError instead of narrowing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import adapters
+import pytest
+from adapters import FRAMEWORKS, SOURCE_LAYOUTS, X64_DTYPES
+from conftest import need
+
+import interop_core
+from interop_core import CopyRequiredError, NoRouteError, explain, to
+from interop_core.testing import framework_of, shares_memory
+
+Case = tuple[str, str, str, str]  # (source, target, dtype, layout)
+
+
+def _cases() -> list[Any]:
+    out = []
+    for src in FRAMEWORKS:
+        for dst in FRAMEWORKS:
+            for layout in SOURCE_LAYOUTS[src]:
+                for dtype in adapters.shared_dtypes(src, dst):
+                    out.append(pytest.param((src, dst, dtype, layout),
+                                            id=f"{src}->{dst}-{dtype}-{layout}"))  # fmt: skip
+    return out
+
+
+CASES = _cases()
+
+#: Layouts no TensorFlow tensor can alias (TF imports only C-contiguous buffers).
+_NOT_C = frozenset({"transposed", "step", "negative", "broadcast"})
+#: Layouts JAX cannot import without a copy (non-compact strides) or at all zero-copy (JAX on
+#: CPU shares only 64-byte aligned buffers).
+_JAX_COPIES = frozenset({"step", "negative", "broadcast", "misaligned"})
+
+
+def expected_zero_copy(case: Case, copy: bool | None = None) -> bool | None:
+    """What FACTS.md says of this case: True = a zero-copy path exists and must be taken,
+    False = the route must copy, None = either is acceptable (or sharing is meaningless)."""
+    src, dst, dtype, layout = case
+    if layout == "empty":
+        return None  # no bytes to share: data pointers are meaningless
+    if src == dst:
+        return True  # nothing to convert: the object itself
+    if dst == "tensorflow" and layout in _NOT_C:
+        return False
+    if dst == "jax" and layout in _JAX_COPIES:
+        return False
+    if src == "numpy" and dst == "torch":
+        if layout == "negative":
+            return False  # torch has no negative strides (and aborts on them via DLPack)
+        if layout == "readonly":
+            return copy is False  # rule 8: no writable alias of read-only memory unless asked
+    if layout == "readonly":
+        return None  # numpy's capsule refuses read-only memory; other routes may differ
+    if layout == "transposed" and dst == "jax":
+        return None  # JAX imports F-order, but the plugin declines it on purpose
+    if src == "numpy" and dst == "jax" and dtype == "bfloat16":
+        return None  # numpy cannot export bfloat16 by DLPack; only device_put aliases it
+    return True
+
+
+def _build(case: Case) -> tuple[Any, Any]:
+    src, dst, dtype, layout = case
+    need(src)
+    need(dst)
+    if "bfloat16" in (dtype,) and src == "numpy":
+        adapters.need_ml_dtypes()
+    return adapters.make(src, dtype, layout)
+
+
+def _check_result(case: Case, x: Any, ref: Any, y: Any) -> None:
+    """``y`` is an array of the target with the source's dtype, shape and values."""
+    _, dst, dtype, _ = case
+    assert framework_of(y) == dst
+    assert adapters.dtype_name(y) == dtype
+    assert tuple(y.shape) == ref.shape
+    adapters.assert_same_array(ref, adapters.to_numpy(y))
+    adapters.assert_same_array(ref, adapters.to_numpy(x))  # the source is untouched
+
+
+def _sized(ref: Any) -> bool:
+    return bool(ref.size)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_convert(case: Case) -> None:
+    """copy=None: values survive; zero_copy in explain() iff the pointers are equal."""
+    x, ref = _build(case)
+    route = explain(x, case[1])
+    assert isinstance(route, interop_core.Route)
+    y = to(x, case[1])
+    _check_result(case, x, ref, y)
+    y_warm = to(x, case[1])  # the second call takes the cached (warm) path
+    _check_result(case, x, ref, y_warm)
+    if _sized(ref):
+        assert shares_memory(x, y) == route.zero_copy, str(route)
+        assert shares_memory(x, y_warm) == route.zero_copy, f"warm path differs:\n{route}"
+    expected = expected_zero_copy(case)
+    if expected is not None:
+        assert route.zero_copy == expected, f"FACTS expects zero_copy={expected}:\n{route}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_copy_true(case: Case) -> None:
+    """copy=True: a route with at least one copy, and a result that shares nothing."""
+    x, ref = _build(case)
+    route = explain(x, case[1], copy=True)
+    assert not route.zero_copy and route.copies >= 1, str(route)
+    y = to(x, case[1], copy=True)
+    _check_result(case, x, ref, y)
+    if _sized(ref):
+        assert not shares_memory(x, y), str(route)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_copy_false(case: Case) -> None:
+    """copy=False: a result sharing the source's memory, or CopyRequiredError (a BufferError)."""
+    x, ref = _build(case)
+    expected = expected_zero_copy(case, copy=False)
+    try:
+        y = to(x, case[1], copy=False)
+    except CopyRequiredError as exc:
+        assert isinstance(exc, BufferError)
+        assert expected is not True, f"FACTS has a zero-copy path, yet copy=False raised: {exc}"
+        with pytest.raises(CopyRequiredError):
+            explain(x, case[1], copy=False)
+        return
+    route = explain(x, case[1], copy=False)
+    assert route.zero_copy, str(route)
+    assert expected is not False, f"copy=False returned although this case must copy:\n{route}"
+    _check_result(case, x, ref, y)
+    if _sized(ref):
+        assert shares_memory(x, y), str(route)
+
+
+# -- numpy strides the layout classes must not hide -------------------------------------
+
+
+def _odd_numpy(name: str) -> Any:
+    """numpy arrays whose flags or layout class understate their negative strides."""
+    np = need("numpy")
+    if name == "negative-size1-dim":  # C_CONTIGUOUS is set, yet the row stride is negative
+        return np.arange(6, dtype=np.float32).reshape(3, 2)[2:0:-2]
+    if name == "negative-empty":  # empty with a negative stride
+        return np.arange(6, dtype=np.float32).reshape(2, 3)[::-1, :0]
+    if name == "broadcast-and-negative":  # stride 0 and a negative stride together
+        row = np.arange(3, dtype=np.float32)[::-1]
+        return np.lib.stride_tricks.as_strided(row, shape=(2, 3), strides=(0, row.strides[0]))
+    if name == "empty-1d":
+        return np.zeros(0, dtype=np.int16)
+    raise ValueError(name)
+
+
+_ODD = ("negative-size1-dim", "negative-empty", "broadcast-and-negative", "empty-1d")
+
+
+@pytest.mark.parametrize("copy", [None, True, False], ids=lambda c: f"copy={c}")
+@pytest.mark.parametrize("target", FRAMEWORKS)
+@pytest.mark.parametrize("name", _ODD)
+def test_numpy_odd_strides(name: str, target: str, copy: bool | None) -> None:
+    """Strides that numpy's flags or the layout classes do not show still convert correctly."""
+    need(target)
+    x = _odd_numpy(name)
+    ref = x.copy()
+    try:
+        y = to(x, target, copy=copy)
+    except CopyRequiredError:
+        assert copy is False
+        return
+    route = explain(x, target, copy=copy)
+    assert framework_of(y) == target
+    adapters.assert_same_array(ref, adapters.to_numpy(y))
+    if x.size:
+        assert shares_memory(x, y) == route.zero_copy, str(route)
+    if copy is not None:
+        assert route.zero_copy == (not copy), str(route)
+
+
+# -- immutable sources -------------------------------------------------------------------
+
+_IMMUTABLE_CASES = [
+    pytest.param(src, dtype, layout, id=f"{src}-{dtype}-{layout}")
+    for src in ("jax", "tensorflow")
+    for dtype in adapters.dtypes_of(src)
+    for layout in ("contiguous", "0d")
+]
+
+
+@pytest.mark.parametrize(("src", "dtype", "layout"), _IMMUTABLE_CASES)
+def test_immutable_source_gives_readonly_numpy_view(src: str, dtype: str, layout: str) -> None:
+    """A zero-copy numpy view of a JAX/TF buffer is read-only, as the route's note says.
+
+    Writing through a writable view would silently change an immutable JAX/TF array.
+    """
+    np = need("numpy")
+    need(src)
+    if dtype == "bfloat16":
+        adapters.need_ml_dtypes()
+    x, ref = adapters.make(src, dtype, layout)
+    route = explain(x, "numpy")
+    y = to(x, "numpy")
+    assert isinstance(y, np.ndarray)
+    if shares_memory(x, y):
+        assert not y.flags.writeable, f"writable alias of an immutable {src} buffer:\n{route}"
+        assert any("read-only" in n for n in route.notes), str(route)
+    adapters.assert_same_array(ref, adapters.to_numpy(x))
+
+
+# -- 64-bit dtypes into JAX without x64 ----------------------------------------------------
+
+_X64_CASES = [
+    pytest.param(src, dtype, layout, copy, id=f"{src}-{dtype}-{layout}-copy={copy}")
+    for src in ("numpy", "torch", "tensorflow")
+    for dtype in X64_DTYPES
+    for layout in ("contiguous", "0d", "empty")
+    for copy in (None, True, False)
+]
+
+
+@pytest.mark.parametrize(("src", "dtype", "layout", "copy"), _X64_CASES)
+def test_x64_dtypes_into_jax_raise(src: str, dtype: str, layout: str, copy: bool | None) -> None:
+    """Without jax_enable_x64 a 64-bit array into JAX raises NoRouteError, never narrows."""
+    need(src)
+    jax = need("jax")
+    if jax.config.jax_enable_x64:
+        pytest.skip("jax_enable_x64 is on: JAX holds 64-bit dtypes")
+    x, _ = adapters.make(src, dtype, layout)
+    with pytest.raises(NoRouteError, match="jax_enable_x64") as info:
+        to(x, "jax", copy=copy)
+    assert not isinstance(info.value, CopyRequiredError)
+    with pytest.raises(NoRouteError, match="jax_enable_x64"):
+        explain(x, "jax", copy=copy)
+
+
+def test_matrix_covers_every_pair() -> None:
+    """The matrix names all 16 ordered pairs and every layout each source can produce."""
+    pairs = {(c.values[0][0], c.values[0][1]) for c in CASES}
+    assert pairs == {(a, b) for a in FRAMEWORKS for b in FRAMEWORKS}
+    for src, layouts in SOURCE_LAYOUTS.items():
+        assert {c.values[0][3] for c in CASES if c.values[0][0] == src} == set(layouts)
