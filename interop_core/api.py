@@ -54,7 +54,7 @@ def to(
         try:
             keyfn, plans = reg.state.fast[type(obj), target, device, copy]
             run = plans[keyfn(obj)]
-        except (KeyError, TypeError):  # not planned yet, or unhashable arguments
+        except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
             pass
         else:
             try:
@@ -109,9 +109,12 @@ def parse_device(device: Any) -> Device | None:
         torch_kind = getattr(device, "type", None)  # a torch.device
         if isinstance(torch_kind, str):
             return Device(torch_kind, int(getattr(device, "index", None) or 0))
-        return Device.parse(str(device))
     except ValueError as exc:
         raise DeviceError(str(exc)) from exc
+    raise DeviceError(
+        f"Cannot understand device={device!r}: pass None, 'cpu', 'cuda', 'cuda:N' or a "
+        "torch/JAX/TensorFlow device object."
+    )
 
 
 class DeviceError(InteropError, ValueError):
@@ -123,7 +126,7 @@ class OptionError(InteropError, TypeError):
 
 
 def _check_options(copy: Any, options: Mapping[str, Any]) -> None:
-    if copy not in (None, True, False):
+    if not (copy is None or copy is True or copy is False):  # 1 == True must not pass
         raise OptionError(f"copy must be None, True or False, not {copy!r}.")
     if options:
         raise OptionError(
@@ -163,8 +166,9 @@ def _top(reg: Registry, obj: Any, one: Callable[[Any], Any]) -> Any:
     raise NotAnArrayError(
         f"Cannot convert a {type(obj).__module__}.{type(obj).__qualname__}: it is not an array "
         f"of any registered framework ({', '.join(reg.state.frameworks)}) nor a dict, list or "
-        "tuple of them. Wrap Python scalars and lists with the framework's array constructor "
-        "(e.g. numpy.asarray) first."
+        "tuple of them. Wrap Python scalars with the framework's array constructor "
+        "(e.g. numpy.asarray) first; lists and tuples are containers, returned with their "
+        "array leaves converted."
     )
 
 

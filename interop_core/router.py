@@ -232,7 +232,7 @@ def _cache(
         plans = st.plans.setdefault((type(obj), target.name, device, copy), {})
         plans[key] = run
         st.fast[fast_key] = (keyfn, plans)
-    except TypeError:  # an unhashable key: this object stays on the slow path
+    except Exception:  # an unhashable or unreadable key: this object stays on the slow path
         pass
 
 

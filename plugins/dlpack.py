@@ -101,6 +101,22 @@ def _np_asarray() -> Any:
     return np.asarray
 
 
+def _tf_to_numpy() -> Any:
+    """TF -> numpy: np.asarray (zero-copy, read-only)."""
+    import numpy as np
+    import tensorflow as tf
+
+    asarray, reshape = np.asarray, tf.reshape
+
+    def convert(t: Any) -> Any:
+        try:
+            return asarray(t)
+        except ValueError:  # a 0-d bfloat16 tensor's __array__ returns a scalar
+            return asarray(reshape(t, [1])).reshape(())
+
+    return convert
+
+
 def _torch_via_numpy() -> Any:
     """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
     import warnings
@@ -278,7 +294,7 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
              Needs(no_flags=OPAQUE_FLAGS), devices=("cpu", "cuda")),
         # tensorflow ->
-        _row("tensorflow", "numpy", "np.asarray", _np_asarray, 0.65,
+        _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
              Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
         _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",

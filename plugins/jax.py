@@ -119,7 +119,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
     return [
         FrameworkSpec(
             name="jax",
-            array_types=("jax.Array",),
+            # Tracers are not jax.Array subclasses; they are owned (and refused) by JAX.
+            array_types=("jax.Array", "jax.core.Tracer"),
             describe=describe,
             key=key,
             data_ptr=data_ptr,

@@ -8,10 +8,14 @@ from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hooki
 from interop_core.predicates import Needs
 from interop_core.specs import ALIGNMENT, DTYPES, classify_layout
 
+#: Quantized dtypes are described by their storage dtype; the "quantized" flag refuses them.
+_QUANTIZED_STORAGE = {"qint8": "int8", "quint8": "uint8", "qint32": "int32", "quint4x2": "uint8"}
+
 
 def dtype_name(dt: Any) -> str:
     """Canonical name of a torch dtype ("torch.float32" -> "float32")."""
-    return str(dt).removeprefix("torch.")
+    name = str(dt).removeprefix("torch.")
+    return _QUANTIZED_STORAGE.get(name, name)
 
 
 def torch_dtype(name: str) -> Any:
@@ -62,7 +66,10 @@ def describe(t: Any) -> TensorInfo:
 
 def key(t: Any) -> Any:
     """Warm-path key: dtype, device, layout kind, grad and view bits (strides if not contiguous)."""
-    k = (t.dtype, t.device, t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
+    try:
+        k = (t.dtype, t.device, t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
+    except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
+        return (t.dtype, t.device, t.requires_grad, t.layout)
     if k[-1]:
         return k
     import torch

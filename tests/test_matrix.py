@@ -15,7 +15,7 @@ from typing import Any
 import adapters
 import pytest
 from adapters import FRAMEWORKS, SOURCE_LAYOUTS, X64_DTYPES
-from conftest import need
+from conftest import available, need
 
 import interop_core
 from interop_core import CopyRequiredError, NoRouteError, explain, to
@@ -144,47 +144,67 @@ def test_copy_false(case: Case) -> None:
         assert shares_memory(x, y), str(route)
 
 
-# -- numpy strides the layout classes must not hide -------------------------------------
+# -- strides that flags and layout classes do not show ---------------------------------
 
 
-def _odd_numpy(name: str) -> Any:
-    """numpy arrays whose flags or layout class understate their negative strides."""
+def _odd(name: str) -> Any:
+    """Arrays whose flags or layout class understate their strides."""
     np = need("numpy")
-    if name == "negative-size1-dim":  # C_CONTIGUOUS is set, yet the row stride is negative
+    if name == "numpy-negative-size1-dim":  # C_CONTIGUOUS is set, the row stride is negative
         return np.arange(6, dtype=np.float32).reshape(3, 2)[2:0:-2]
-    if name == "negative-empty":  # empty with a negative stride
+    if name == "numpy-negative-empty":  # empty, with a negative stride
         return np.arange(6, dtype=np.float32).reshape(2, 3)[::-1, :0]
-    if name == "broadcast-and-negative":  # stride 0 and a negative stride together
+    if name == "numpy-broadcast-and-negative":  # stride 0 and a negative stride together
         row = np.arange(3, dtype=np.float32)[::-1]
         return np.lib.stride_tricks.as_strided(row, shape=(2, 3), strides=(0, row.strides[0]))
-    if name == "empty-1d":
+    if name == "numpy-empty-1d":
         return np.zeros(0, dtype=np.int16)
+    if name == "numpy-size1-dim-transposed":  # both C and F flags set, strides (4, 8)
+        return adapters.aligned_copy(np.array([[1.0, 2.0]], dtype=np.float32)).T
+    if name == "torch-size1-dim-transposed":  # is_contiguous(), strides (1, 2)
+        torch = need("torch")
+        return torch.tensor([[1.0, 2.0]]).T
     raise ValueError(name)
 
 
-_ODD = ("negative-size1-dim", "negative-empty", "broadcast-and-negative", "empty-1d")
+_ODD = (
+    "numpy-negative-size1-dim",
+    "numpy-negative-empty",
+    "numpy-broadcast-and-negative",
+    "numpy-empty-1d",
+    "numpy-size1-dim-transposed",
+    "torch-size1-dim-transposed",
+)
+
+
+def _check_hop(x: Any, ref: Any, y: Any, target: str, route: Any) -> None:
+    assert framework_of(y) == target
+    adapters.assert_same_array(ref, adapters.to_numpy(y))
+    if ref.size:
+        assert shares_memory(x, y) == route.zero_copy, str(route)
 
 
 @pytest.mark.parametrize("copy", [None, True, False], ids=lambda c: f"copy={c}")
 @pytest.mark.parametrize("target", FRAMEWORKS)
 @pytest.mark.parametrize("name", _ODD)
-def test_numpy_odd_strides(name: str, target: str, copy: bool | None) -> None:
-    """Strides that numpy's flags or the layout classes do not show still convert correctly."""
+def test_odd_strides(name: str, target: str, copy: bool | None) -> None:
+    """Strides hidden by flags or layout classes still convert correctly, and the result
+    converts onwards to every framework as explain() says (zero-copy iff equal pointers)."""
     need(target)
-    x = _odd_numpy(name)
-    ref = x.copy()
+    x = _odd(name)
+    ref = adapters.to_numpy(x)
     try:
         y = to(x, target, copy=copy)
     except CopyRequiredError:
         assert copy is False
         return
     route = explain(x, target, copy=copy)
-    assert framework_of(y) == target
-    adapters.assert_same_array(ref, adapters.to_numpy(y))
-    if x.size:
-        assert shares_memory(x, y) == route.zero_copy, str(route)
+    _check_hop(x, ref, y, target, route)
     if copy is not None:
         assert route.zero_copy == (not copy), str(route)
+    for onward in FRAMEWORKS:
+        if available(onward):
+            _check_hop(y, ref, to(y, onward), onward, explain(y, onward))
 
 
 # -- immutable sources -------------------------------------------------------------------
