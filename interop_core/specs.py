@@ -67,10 +67,10 @@ def classify_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     if any(n == 0 for n in shape):
         return "C"
     dims = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
-    if any(s == 0 for _, s in dims):
-        return "broadcast"
     if any(s < 0 for _, s in dims):
         return "negative"
+    if any(s == 0 for _, s in dims):
+        return "broadcast"
     expected = itemsize
     for n, s in reversed(dims):
         if s != expected:

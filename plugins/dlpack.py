@@ -38,6 +38,33 @@ def _torch_from_numpy() -> Any:
     return torch.from_numpy
 
 
+def compact_strides(x: Any) -> Any:
+    """``x`` without negative strides on size-1 dims or in an empty array, where strides
+    address nothing (torch.from_numpy rejects them; the bytes are the same)."""
+    from numpy.lib.stride_tricks import as_strided
+
+    if x.size == 0:
+        return as_strided(x, strides=c_strides(x.shape, x.itemsize))
+    if any(s < 0 and n == 1 for n, s in zip(x.shape, x.strides, strict=True)):
+        strides = zip(x.shape, x.strides, strict=True)
+        return as_strided(x, strides=tuple(0 if n == 1 else s for n, s in strides))
+    return x
+
+
+def _torch_from_numpy_safe() -> Any:
+    import torch
+
+    from_numpy = torch.from_numpy
+
+    def convert(x: Any) -> Any:
+        try:
+            return from_numpy(x)
+        except ValueError:  # negative strides on size-1/empty dims of a contiguous array
+            return from_numpy(compact_strides(x))
+
+    return convert
+
+
 def _torch_from_numpy_view() -> Any:
     """numpy bfloat16/float8 -> torch through a same-size unsigned view (zero-copy)."""
     import ml_dtypes
@@ -48,7 +75,7 @@ def _torch_from_numpy_view() -> Any:
 
     def convert(x: Any) -> Any:
         uint, dtype = views[x.dtype]
-        return torch.from_numpy(x.view(uint)).view(dtype)
+        return torch.from_numpy(compact_strides(x).view(uint)).view(dtype)
 
     return convert
 
@@ -110,9 +137,12 @@ def _tf_to_numpy() -> Any:
 
     def convert(t: Any) -> Any:
         try:
-            return asarray(t)
+            a = asarray(t)
         except ValueError:  # a 0-d bfloat16 tensor's __array__ returns a scalar
-            return asarray(reshape(t, [1])).reshape(())
+            a = asarray(reshape(t, [1])).reshape(())
+        if a.flags.writeable:  # bfloat16 views come back writable: TF memory is immutable
+            a.flags.writeable = False
+        return a
 
     return convert
 
@@ -176,10 +206,39 @@ def _tf_from_numpy_bitcast() -> Any:
     return convert
 
 
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Row-major strides of ``shape`` (in units of ``itemsize``)."""
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+# A C-contiguous array may still carry odd strides on size-1 dims (a transposed (1, n)
+# array); JAX would import those as a column-major layout that later exports copy. The
+# importers below give JAX the canonical strides of the same bytes.
+
+
 def _jax_from_dlpack() -> Any:
     import jax.dlpack
 
     return jax.dlpack.from_dlpack
+
+
+def _jax_from_numpy() -> Any:
+    import jax.dlpack
+    from numpy.lib.stride_tricks import as_strided
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        canonical = c_strides(x.shape, x.itemsize)
+        if x.strides != canonical:
+            x = as_strided(x, strides=canonical)
+        return from_dlpack(x)
+
+    return convert
 
 
 def _jax_from_torch() -> Any:
@@ -188,7 +247,11 @@ def _jax_from_torch() -> Any:
     from_dlpack = jax.dlpack.from_dlpack
 
     def convert(t: Any) -> Any:
-        return from_dlpack(t.detach())
+        t = t.detach()
+        canonical = c_strides(tuple(t.shape), 1)
+        if t.stride() != canonical:
+            t = t.as_strided(t.shape, canonical)
+        return from_dlpack(t)
 
     return convert
 
@@ -211,6 +274,9 @@ def _jax_from_numpy_bitcast() -> Any:
 
 _NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
 _TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
+# TF's import accepts any offset, but its kernels then abort the interpreter
+# ("Check failed: IsAligned()") on buffers not 64-byte aligned: refuse those.
+_TF_ALIGNED = True
 # JAX can import F-contiguous buffers, but the array then keeps a column-major layout
 # that np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
 _JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
@@ -252,7 +318,7 @@ def rows() -> list[ConverterSpec]:
     alias = {s: _ALIAS_NOTE.format(src=s) for s in ("JAX", "TensorFlow")}
     return [
         # numpy ->
-        _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy, 0.5,
+        _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy_safe, 0.5,
              Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
                    no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
                    writable=True)),
@@ -261,12 +327,12 @@ def rows() -> list[ConverterSpec]:
                    only_dtypes=ML, writable=True)),
         _row("numpy", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 0.9,
              Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, no_dtypes=ML,
-                   dtype_reason=_NP_EXPORT_ML, no_readonly=True)),
+                   dtype_reason=_NP_EXPORT_ML, no_readonly=True, aligned=_TF_ALIGNED)),
         _row("numpy", "tensorflow", "tf from_dlpack(uint16 capsule) + bitcast",
              _tf_from_numpy_bitcast, 3.0,
              Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True)),
-        _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
+                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True, aligned=_TF_ALIGNED)),
+        _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_numpy, 30.0,
              Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
                    dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, x64=x64_enabled)),
         # torch ->
@@ -278,7 +344,7 @@ def rows() -> list[ConverterSpec]:
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
                      _tf_from_torch, 1.2,
                      Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                           no_flags=_DENSE_FLAGS), devices=("cpu", "cuda")),
+                           no_flags=_DENSE_FLAGS, aligned=_TF_ALIGNED), devices=("cpu", "cuda")),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch, _jax_from_torch,
                      36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
                                  aligned=True, no_flags=_DENSE_FLAGS, x64=x64_enabled),
@@ -292,7 +358,7 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
-             Needs(no_flags=OPAQUE_FLAGS), devices=("cpu", "cuda")),
+             Needs(no_flags=OPAQUE_FLAGS, aligned=_TF_ALIGNED), devices=("cpu", "cuda")),
         # tensorflow ->
         _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
              Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),

@@ -114,7 +114,7 @@ def _load_copy() -> Any:
         np = None  # type: ignore[assignment]
 
     def copy(t: Any) -> Any:
-        if np is None or not t.is_cpu:
+        if np is None or not t.is_cpu or t.numel() == 0:
             # copy_ materialises conj/neg bits and stays on the autograd graph: one copy.
             return torch.empty_like(t, memory_format=contiguous).copy_(t)
         # On CPU, allocate through numpy: its large buffers get transparent huge pages, and
@@ -122,7 +122,8 @@ def _load_copy() -> Any:
         # here (64 MiB: 12 ms against 60-90 ms; docs/benchmarks.md).
         raw = aligned_empty((t.numel() * t.element_size(),), np.uint8)
         out = torch.from_numpy(raw).view(t.dtype).view(t.shape)
-        if t.is_contiguous() and not (t.requires_grad or t.is_conj() or t.is_neg()):
+        plain = not (t.requires_grad or t.is_conj() or t.is_neg())
+        if plain and t.numel() > 1 and t.is_contiguous():  # (a size-1 dim may keep any stride)
             np.copyto(raw, t.reshape(-1).view(torch.uint8).numpy())
             return out
         return out.copy_(t)

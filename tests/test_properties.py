@@ -13,7 +13,7 @@ import adapters
 import pytest
 from adapters import FRAMEWORKS, X64_DTYPES
 from conftest import need
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from interop_core import CopyRequiredError, NoRouteError, explain, to
@@ -58,6 +58,29 @@ def arrays(draw: st.DrawFn) -> Any:
     return x
 
 
+def _regressions() -> list[Any]:
+    """Inputs that once broke a property, always tried first (hypothesis finds them by chance)."""
+    out = [
+        np.arange(6, dtype=np.float32).reshape(3, 2)[2:0:-2],  # C flag set, negative stride
+        np.arange(6, dtype=np.float32).reshape(2, 3)[::-1, :0],  # empty, negative stride
+        np.zeros(0, dtype=np.int16),  # 1-d empty: torch sees stride 0
+        adapters.aligned_copy(np.array([[1.0, 2.0]], dtype=np.float32)).T,  # C and F flags
+        np.lib.stride_tricks.as_strided(  # stride 0 and a negative stride together
+            np.arange(3, dtype=np.int8)[::-1], shape=(2, 3), strides=(0, -1)
+        ),
+    ]
+    if _HAS_ML_DTYPES:
+        out.append(np.array(1.5, dtype=adapters.np_dtype("bfloat16")))  # 0-d bfloat16
+    return out
+
+
+def regressions(test: Any) -> Any:
+    """Decorate a ``@given(x=arrays())`` test with the regression inputs as explicit examples."""
+    for x in _regressions():
+        test = example(x=x)(test)
+    return test
+
+
 def _dtype(x: Any) -> str:
     return adapters.dtype_name(x)
 
@@ -73,9 +96,12 @@ def _bounds(x: Any) -> tuple[int, int]:
 
 @pytest.fixture(scope="module", params=FRAMEWORKS)
 def target(request: pytest.FixtureRequest) -> str:
-    """Each framework as the target, imported before hypothesis starts drawing examples."""
+    """Each framework as the target, imported (and its converters loaded) before hypothesis
+    starts drawing examples: importing mid-test changes the recursion limit under it."""
     name: str = request.param
     need(name)
+    for dtype in ("float32", "bfloat16") if _HAS_ML_DTYPES else ("float32",):
+        to(to(np.zeros(2, dtype=adapters.np_dtype(dtype)), name), "numpy")
     return name
 
 
@@ -84,6 +110,7 @@ def _narrows(target: str, dtype: str) -> bool:
 
 
 @SETTINGS
+@regressions
 @given(x=arrays())
 def test_round_trip_preserves_values(target: str, x: Any) -> None:
     """numpy -> target -> numpy keeps dtype, shape and values; explain() tells the truth."""
@@ -110,6 +137,7 @@ def test_round_trip_preserves_values(target: str, x: Any) -> None:
 
 
 @SETTINGS
+@regressions
 @given(x=arrays())
 def test_copy_true_never_shares(target: str, x: Any) -> None:
     """copy=True: the result's bytes never overlap the source's."""
@@ -127,6 +155,7 @@ def test_copy_true_never_shares(target: str, x: Any) -> None:
 
 
 @SETTINGS
+@regressions
 @given(x=arrays())
 def test_copy_false_shares_or_raises(target: str, x: Any) -> None:
     """copy=False: the result shares the source's memory, or CopyRequiredError is raised."""
