@@ -50,7 +50,8 @@ def core(session: nox.Session) -> None:
     session.run(
         "python", "-c",
         "import importlib.util as u, sys; "
-        "sys.exit([m for m in ('numpy', 'torch', 'jax', 'tensorflow') if u.find_spec(m)])",
+        "found = [m for m in ('numpy', 'torch', 'jax', 'tensorflow') if u.find_spec(m)]; "
+        "sys.exit(f'frameworks installed in the core session: {found}' if found else 0)",
     )  # fmt: skip
     pytest(session, "")
 

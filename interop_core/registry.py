@@ -158,9 +158,17 @@ class Registry:
                 continue  # a plugin was dropped: gather again without it
             edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
             if generation == self.pm.generation:
-                return _State(
-                    generation, frameworks, names, Graph(edges), Detector(frameworks.values())
+                installed = {
+                    name: importable(spec.import_name) for name, spec in frameworks.items()
+                }
+                # Routes never pass through a framework that is not installed (its predicates
+                # and converters would import it).
+                usable = [e for e in edges if installed[e.source] and installed[e.target]]
+                state = _State(
+                    generation, frameworks, names, Graph(usable), Detector(frameworks.values())
                 )
+                state.installed.update(installed)
+                return state
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
@@ -220,14 +228,13 @@ class Registry:
         return spec
 
     def installed(self, spec: FrameworkSpec, state: _State | None = None) -> bool:
-        """Whether the framework can be imported (checked without importing it)."""
-        st = state or self.state
-        found = st.installed.get(spec.name)
-        if found is None:
-            mod = spec.import_name
-            try:
-                found = mod in sys.modules or importlib.util.find_spec(mod) is not None
-            except (ImportError, ValueError):
-                found = False
-            st.installed[spec.name] = found
-        return found
+        """Whether the framework can be imported (checked when the registry was built)."""
+        return (state or self.state).installed.get(spec.name, False)
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` is imported or can be found, without importing it."""
+    try:
+        return module in sys.modules or importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

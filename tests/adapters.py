@@ -181,6 +181,11 @@ def aligned_copy(ref: Any, offset: int = 0) -> Any:
     return out
 
 
+def aligned_numpy(values: Any) -> Any:
+    """A C-contiguous, 64-byte aligned numpy array holding ``values`` (nested lists or array)."""
+    return aligned_copy(need("numpy").asarray(values))
+
+
 def make_numpy(ref: Any, layout: str) -> Any:
     """A numpy array holding ``ref``'s values in layout case ``layout``."""
     np = need("numpy")

@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 import pytest
+from adapters import aligned_numpy
 from conftest import need
 
 from interop_core import (
@@ -26,21 +27,9 @@ from interop_core.testing import isolated_registry
 FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
 ALL_PAIRS = [(s, d) for s in FRAMEWORKS for d in FRAMEWORKS]
 OTHERS_THAN_TORCH = ("numpy", "jax", "tensorflow")
-ALIGNMENT = 64
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def aligned_numpy(values: Any) -> Any:
-    """A C-contiguous copy of ``values`` starting on a 64-byte boundary."""
-    np = need("numpy")
-    values = np.asarray(values)
-    buf = np.empty(values.nbytes + ALIGNMENT, dtype=np.uint8)
-    start = -buf.ctypes.data % ALIGNMENT
-    out = buf[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
-    out[...] = values
-    return out
 
 
 def numpy_dtype(name: str) -> Any:

@@ -11,6 +11,7 @@ from collections import OrderedDict, defaultdict, namedtuple
 from typing import Any
 
 import pytest
+from adapters import ALIGNMENT, aligned_numpy
 from conftest import need
 
 import interop_core
@@ -19,21 +20,9 @@ from interop_core.testing import isolated_registry
 
 FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
 PAIRS = [(s, d) for s in FRAMEWORKS for d in FRAMEWORKS if s != d]
-ALIGNMENT = 64
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def aligned_numpy(values: Any) -> Any:
-    """A C-contiguous numpy copy of ``values`` whose data starts on a 64-byte boundary."""
-    np = need("numpy")
-    values = np.asarray(values)
-    buf = np.empty(values.nbytes + ALIGNMENT, dtype=np.uint8)
-    start = -buf.ctypes.data % ALIGNMENT
-    out = buf[start : start + values.nbytes].view(values.dtype).reshape(values.shape)
-    out[...] = values
-    return out
 
 
 def build(fw: str, values: Any) -> Any:
