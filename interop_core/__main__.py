@@ -84,7 +84,8 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         "frameworks": frameworks,
         "plugins": plugins,
         "dropped": dropped,
-        "converters": len(st.graph.edges),
+        "converters": st.declared,
+        "usable_converters": len(st.graph.edges),
         "matrix": matrix,
     }
 
@@ -106,7 +107,10 @@ def print_doctor(report: dict[str, Any]) -> None:
             print(f"  {f['name']:<12} {f['version']:<10} BROKEN: {f['error']}")
         else:
             print(f"  {f['name']:<12} {'-':<10} not installed: {f['install']}")
-    print(f"\nPlugins loaded ({report['converters']} converters):")
+    print(
+        f"\nPlugins loaded ({report['converters']} converters, "
+        f"{report['usable_converters']} usable with the installed frameworks):"
+    )
     for p in report["plugins"]:
         print(f"  {p['name']}  ({p['distribution']})")
     print("Plugins dropped:" + ("" if report["dropped"] else " none"))

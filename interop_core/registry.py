@@ -36,8 +36,8 @@ class _State:
     """One consistent build of the registry; replaced wholesale on every change."""
 
     __slots__ = (
-        "detect", "fast", "frameworks", "generation", "graph", "installed", "loaded", "names",
-        "plans",
+        "declared", "detect", "fast", "frameworks", "generation", "graph", "installed", "loaded",
+        "names", "plans",
     )  # fmt: skip
 
     def __init__(
@@ -59,6 +59,8 @@ class _State:
         #: name the target differently ("np", "NumPy", the module).
         self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
         self.installed: dict[str, bool] = {}
+        #: Valid converters declared, usable or not (the graph holds the usable ones).
+        self.declared = len(graph.edges)
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
 
@@ -168,6 +170,7 @@ class Registry:
                     generation, frameworks, names, Graph(usable), Detector(frameworks.values())
                 )
                 state.installed.update(installed)
+                state.declared = len(edges)
                 return state
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:

@@ -90,7 +90,7 @@ def test_doctor_text_lists_frameworks_and_plugins(
         assert re.search(rf"^\s+{fw}\s+\d", frameworks, re.M), f"{fw} missing:\n{frameworks}"
     for plugin in PLUGINS:
         assert f"{plugin}  (interop-core)" in out
-    assert re.search(r"Plugins loaded \((\d+) converters\)", out)
+    assert re.search(r"Plugins loaded \((\d+) converters, ", out)
 
 
 def test_doctor_text_matrix_zero_copy_between_installed(
@@ -147,7 +147,7 @@ def test_doctor_json_agrees_with_text(
         for dst, cell in row.items():
             expected = marks[cell["result"]] + ("*" if "why" in cell else "")
             assert text[src][dst] == expected, (src, dst, cell)
-    count = re.search(r"Plugins loaded \((\d+) converters\)", doctor.stdout)
+    count = re.search(r"Plugins loaded \((\d+) converters, ", doctor.stdout)
     assert count is not None and int(count.group(1)) == report["converters"]
 
 

@@ -86,6 +86,7 @@ def example_values() -> Any:
 def test_copy_none_and_false_share_memory(src: str, dst: str) -> None:
     """Contiguous aligned float32 crosses every pair zero-copy under copy=None and False."""
     np = need("numpy")
+    need(src), need(dst)
     values = example_values()
     x = build(src, values)
     for copy in (None, False):
@@ -99,6 +100,7 @@ def test_copy_none_and_false_share_memory(src: str, dst: str) -> None:
 @pytest.mark.parametrize(("src", "dst"), [(f, f) for f in FRAMEWORKS] + PAIRS)
 def test_copy_true_never_shares(src: str, dst: str) -> None:
     """copy=True gives a result that does not share the input's memory, same values."""
+    need(src), need(dst)
     np = need("numpy")
     values = example_values()
     x = build(src, values)
