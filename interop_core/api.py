@@ -80,6 +80,8 @@ def explain(
         src = reg.state.detect(leaf)
         return explain_array(reg, leaf, src, spec, dev, copy) if src is not None else None
 
+    if reg.state.detect(obj) is not None:
+        return one(obj)
     return _top(reg, obj, one)
 
 
@@ -141,26 +143,24 @@ def _convert(
     _check_options(copy, options)
     spec = reg.resolve(target)
     dev = parse_device(device)
+    fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
     try:
-        fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
         hash(fast_key)
     except TypeError:
         fast_key = None
 
-    def one(leaf: Any) -> Any:
-        src = reg.state.detect(leaf)
-        if src is None:
-            return leaf
-        key = (type(leaf), *fast_key[1:]) if fast_key is not None else None
-        return convert_array(reg, leaf, src, spec, dev, copy, key)
+    src = reg.state.detect(obj)
+    if src is not None:
+        return convert_array(reg, obj, src, spec, dev, copy, fast_key)
 
-    return _top(reg, obj, one)
+    def leaf(x: Any) -> Any:  # each array leaf takes to()'s warm path when it can
+        return to(x, target, device=device, copy=copy) if reg.state.detect(x) else x
+
+    return _top(reg, obj, leaf)
 
 
 def _top(reg: Registry, obj: Any, one: Callable[[Any], Any]) -> Any:
-    """Apply ``one`` to an array, or to each leaf of a container; reject anything else."""
-    if reg.state.detect(obj) is not None:
-        return one(obj)
+    """Apply ``one`` to each leaf of a container; reject anything else that is no array."""
     if isinstance(obj, (dict, list, tuple)):
         return map_leaves(obj, one)
     raise NotAnArrayError(

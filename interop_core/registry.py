@@ -55,8 +55,8 @@ class _State:
         self.detect = detect
         #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
         self.fast: dict[tuple[Any, ...], FastEntry] = {}
-        #: (type(obj), target, device, copy) -> plans by key; shared by fast entries that
-        #: name the target differently ("np", "NumPy", the module).
+        #: (type(obj), target name, device as given, copy) -> plans by key; shared by fast
+        #: entries that name the target differently ("np", "NumPy", the module).
         self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
         self.installed: dict[str, bool] = {}
         #: Valid converters declared, usable or not (the graph holds the usable ones).

@@ -205,10 +205,9 @@ def _cache(
         # Alignment is the one field too costly to read on every call: plan both ways and
         # read it per call only when the routes differ.
         flipped = info._replace(aligned=not info.aligned)
+        other: tuple[ConverterSpec, ...] | None
         try:
-            other: tuple[ConverterSpec, ...] | None = find_route(st, flipped, target, device, copy)[
-                1
-            ]
+            _, other = find_route(st, flipped, target, device, copy)
         except InteropError:
             other = None  # that alignment raises: leave it to the slow path
         if other != the_plan.edges:
@@ -229,7 +228,8 @@ def _cache(
 
     try:
         key = keyfn(obj)
-        plans = st.plans.setdefault((type(obj), target.name, device, copy), {})
+        # Keyed by the device as asked (None: "stay"), so arrays on several devices share it.
+        plans = st.plans.setdefault((type(obj), target.name, fast_key[2], copy), {})
         plans[key] = run
         st.fast[fast_key] = (keyfn, plans)
     except Exception:  # an unhashable or unreadable key: this object stays on the slow path
