@@ -47,6 +47,8 @@ class _State:
         names: dict[str, str],
         graph: Graph,
         detect: Detector,
+        installed: dict[str, bool],
+        declared: int,
     ) -> None:
         self.generation = generation
         self.frameworks = frameworks
@@ -58,9 +60,10 @@ class _State:
         #: (type(obj), target name, device as given, copy) -> plans by key; shared by fast
         #: entries that name the target differently ("np", "NumPy", the module).
         self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
-        self.installed: dict[str, bool] = {}
+        #: Framework name -> importable (checked once per build, without importing).
+        self.installed = installed
         #: Valid converters declared, usable or not (the graph holds the usable ones).
-        self.declared = len(graph.edges)
+        self.declared = declared
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
 
@@ -166,12 +169,10 @@ class Registry:
                 # Routes never pass through a framework that is not installed (its predicates
                 # and converters would import it).
                 usable = [e for e in edges if installed[e.source] and installed[e.target]]
-                state = _State(
-                    generation, frameworks, names, Graph(usable), Detector(frameworks.values())
-                )
-                state.installed.update(installed)
-                state.declared = len(edges)
-                return state
+                return _State(
+                    generation, frameworks, names, Graph(usable), Detector(frameworks.values()),
+                    installed, len(edges),
+                )  # fmt: skip
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
