@@ -148,6 +148,7 @@ def test_no_route_lists_refused_edges_with_plugins_and_reasons(np: Any, jax: Any
 # -- argument errors ----------------------------------------------------------------------
 
 
+@pytest.mark.illtyped
 @pytest.mark.parametrize("copy", ["yes", "True", 2, 0.5, [], "never"])
 def test_bad_copy_value_raises_option_error(copy: Any, np: Any) -> None:
     a = np.zeros(3, dtype=np.float32)
@@ -157,6 +158,7 @@ def test_bad_copy_value_raises_option_error(copy: Any, np: Any) -> None:
         explain(a, "numpy", copy=copy)
 
 
+@pytest.mark.illtyped
 def test_copy_one_and_zero_are_rejected_or_honoured(np: Any, torch: Any) -> None:
     """copy=1/0 compare equal to True/False: either refuse them or give them those meanings."""
     a = np.arange(4, dtype=np.float32)
@@ -171,6 +173,7 @@ def test_copy_one_and_zero_are_rejected_or_honoured(np: Any, torch: Any) -> None
         to(neg, "torch", copy=0)
 
 
+@pytest.mark.illtyped
 def test_copy_one_does_not_poison_copy_true(np: Any, torch: Any) -> None:
     """The warm-path cache must not hand a copy=1 plan to a later copy=True call."""
     a = np.arange(4, dtype=np.float32)
