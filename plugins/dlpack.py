@@ -93,10 +93,9 @@ def _tensor_numpy() -> Any:
 
 
 def _tensor_numpy_detached() -> Any:
-    def convert(t: Any) -> Any:
-        return t.detach().numpy()
+    import torch
 
-    return convert
+    return detaching(torch.Tensor.numpy)
 
 
 def _tensor_numpy_view() -> Any:
@@ -187,10 +186,24 @@ def _tf_from_protocol() -> Any:
 
 
 def _tf_from_torch() -> Any:
+    import tensorflow as tf
     import torch.utils.dlpack
 
-    to_dlpack = torch.utils.dlpack.to_dlpack
-    return _tf_from_capsule_of(lambda t: to_dlpack(t.detach()))
+    to_dlpack, from_dlpack = torch.utils.dlpack.to_dlpack, tf.experimental.dlpack.from_dlpack
+
+    def convert(t: Any) -> Any:
+        return from_dlpack(to_dlpack(t))
+
+    return convert
+
+
+def detaching(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert`` applied to ``t.detach()``: the variant for tensors that require grad."""
+
+    def detached(t: Any) -> Any:
+        return convert(t.detach())
+
+    return detached
 
 
 def _tf_from_numpy_bitcast() -> Any:
@@ -233,9 +246,11 @@ def _jax_from_numpy() -> Any:
     from_dlpack = jax.dlpack.from_dlpack
 
     def convert(x: Any) -> Any:
-        canonical = c_strides(x.shape, x.itemsize)
-        if x.strides != canonical:
-            x = as_strided(x, strides=canonical)
+        shape = x.shape
+        if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            canonical = c_strides(shape, x.itemsize)
+            if x.strides != canonical:
+                x = as_strided(x, strides=canonical)
         return from_dlpack(x)
 
     return convert
@@ -247,10 +262,11 @@ def _jax_from_torch() -> Any:
     from_dlpack = jax.dlpack.from_dlpack
 
     def convert(t: Any) -> Any:
-        t = t.detach()
-        canonical = c_strides(tuple(t.shape), 1)
-        if t.stride() != canonical:
-            t = t.as_strided(t.shape, canonical)
+        shape = t.shape
+        if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            canonical = c_strides(tuple(shape), 1)
+            if t.stride() != canonical:
+                t = t.as_strided(shape, canonical)
         return from_dlpack(t)
 
     return convert
@@ -342,10 +358,11 @@ def rows() -> list[ConverterSpec]:
         _row("torch", "numpy", "Tensor.view(uint).numpy().view(ml_dtypes)", _tensor_numpy_view,
              2.0, Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS, extra=_ml_dtypes_missing)),
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
-                     _tf_from_torch, 1.2,
+                     lambda: detaching(_tf_from_torch()), 1.2,
                      Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
                            no_flags=_DENSE_FLAGS, aligned=_TF_ALIGNED), devices=("cpu", "cuda")),
-        *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch, _jax_from_torch,
+        *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
+                     lambda: detaching(_jax_from_torch()),
                      36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
                                  aligned=True, no_flags=_DENSE_FLAGS, x64=x64_enabled),
                      devices=("cpu", "cuda")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 from typing import Any
 
@@ -57,6 +58,7 @@ def _flags(x: Any) -> frozenset[str]:
 
 def describe(x: Any) -> TensorInfo:
     """Describe an ndarray without copying it."""
+    _check_fast_read(x)
     return TensorInfo(
         framework="numpy",
         dtype=dtype_name(x.dtype),
@@ -78,8 +80,24 @@ def key(x: Any) -> Any:
     return (x.dtype, bits, classify_layout(x.shape, x.strides, x.itemsize))
 
 
+# ndarray's data pointer is the first field after the object header (PyArrayObject_fields);
+# reading it there costs ~0.15 µs against ~0.95 µs for x.ctypes.data. describe() checks the
+# two agree before aligned() trusts the fast read.
+_read_address = ctypes.c_void_p.from_address
+_DATA_OFFSET = object.__basicsize__
+_fast_read_ok: bool | None = None
+
+
+def _check_fast_read(x: Any) -> None:
+    global _fast_read_ok
+    if _fast_read_ok is not False:
+        _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == x.ctypes.data
+
+
 def aligned(x: Any) -> bool:
     """Is the first element 64-byte aligned?"""
+    if _fast_read_ok:
+        return not (_read_address(id(x) + _DATA_OFFSET).value or 0) % ALIGNMENT
     return bool(x.ctypes.data % ALIGNMENT == 0)
 
 
