@@ -228,14 +228,3 @@ class Plan(NamedTuple):
 
 def _identity(x: Any) -> Any:
     return x
-
-
-def split_by_alignment(
-    aligned: Callable[[Any], bool], if_aligned: Runner, if_not: Runner
-) -> Runner:
-    """A runner choosing between two plans by the input's 64-byte alignment."""
-
-    def run(x: Any) -> Any:
-        return if_aligned(x) if aligned(x) else if_not(x)
-
-    return run

@@ -30,6 +30,7 @@ from .specs import ConverterSpec, FrameworkSpec
 Runner = Callable[[Any], Any]
 #: (key function, plans by key) for one (source type, target, device, copy) request.
 FastEntry = tuple[Callable[[Any], Hashable], dict[Hashable, Runner]]
+PlanSlot = tuple[Callable[[Any], Hashable], dict[Hashable, Runner], bool]
 
 
 class _State:
@@ -57,9 +58,9 @@ class _State:
         self.detect = detect
         #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
         self.fast: dict[tuple[Any, ...], FastEntry] = {}
-        #: (type(obj), target name, device as given, copy) -> plans by key; shared by fast
-        #: entries that name the target differently ("np", "NumPy", the module).
-        self.plans: dict[tuple[Any, ...], dict[Hashable, Runner]] = {}
+        #: (type(obj), target name, device as given, copy) -> (key function, runners by key,
+        #: keyed by alignment?); shared by fast entries naming the target differently.
+        self.plans: dict[tuple[Any, ...], PlanSlot] = {}
         #: Framework name -> importable (checked once per build, without importing).
         self.installed = installed
         #: Valid converters declared, usable or not (the graph holds the usable ones).

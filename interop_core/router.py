@@ -23,7 +23,7 @@ from .errors import (
     RefusedEdge,
 )
 from .manager import PluginWarning
-from .planner import Plan, Route, make_route, split_by_alignment
+from .planner import Plan, Route, make_route
 from .registry import Registry, Runner, _State
 from .specs import ConverterSpec, Device, FrameworkSpec, TensorInfo
 
@@ -150,7 +150,7 @@ def convert_array(
     dev = device or info.device
     the_plan = plan(st, info, target, dev, copy)
     if fast_key is not None:
-        _cache(reg, st, obj, info, spec, target, dev, copy, the_plan, fast_key)
+        _cache(st, obj, info, spec, target, dev, copy, the_plan, fast_key)
     return _execute(
         the_plan, obj, info, retry=lambda edge: _retry(st, obj, info, target, dev, copy, edge)
     )
@@ -195,51 +195,39 @@ def _failure(edge: ConverterSpec, info: TensorInfo, exc: BaseException) -> str:
 
 
 def _cache(
-    reg: Registry, st: _State, obj: Any, info: TensorInfo, spec: FrameworkSpec,
-    target: FrameworkSpec, device: Device, copy: bool | None, the_plan: Plan,
-    fast_key: tuple[Any, ...],
+    st: _State, obj: Any, info: TensorInfo, spec: FrameworkSpec, target: FrameworkSpec,
+    device: Device, copy: bool | None, the_plan: Plan, fast_key: tuple[Any, ...],
 ) -> None:  # fmt: skip
     """Store the runner under the key predicates read, and the warm-path entry for it."""
-    run: Runner = the_plan.run
-    if spec.aligned is not None:
-        # Alignment is the one field too costly to read on every call: plan both ways and
-        # read it per call only when the routes differ.
+    by_alignment = False
+    if spec.aligned_key is not None:
+        # Alignment costs too much to read on every call: read it only for requests whose
+        # route depends on it (plan the flipped alignment to find out).
         flipped = info._replace(aligned=not info.aligned)
-        other: tuple[ConverterSpec, ...] | None
         try:
-            _, other = find_route(st, flipped, target, device, copy)
+            by_alignment = find_route(st, flipped, target, device, copy)[1] != the_plan.edges
         except InteropError:
-            other = None  # that alignment raises: leave it to the slow path
-        if other != the_plan.edges:
-            other_run = (
-                Plan(the_plan.route, bind(st, other, device), other).run
-                if other is not None
-                else _uncached(reg, spec, target, device, copy)
-            )
-            aligned_run, unaligned_run = (run, other_run) if info.aligned else (other_run, run)
-            run = split_by_alignment(spec.aligned, aligned_run, unaligned_run)
-    # The target's global state (JAX's x64) decides what its importers accept.
-    keyfn: Callable[[Any], Hashable] = spec.key
-    if target.state is not None:
-        base, state = spec.key, target.state
-
-        def keyfn(x: Any) -> Hashable:
-            return (base(x), state())
-
+            by_alignment = True  # that alignment has no route at all
+    # Keyed by the device as asked (None: "stay"), so arrays on several devices share it.
+    slot = (type(obj), target.name, fast_key[2], copy)
+    entry = st.plans.get(slot)
+    if entry is None or (by_alignment and not entry[2]):  # once by alignment, always
+        keyfn = spec.aligned_key if by_alignment and spec.aligned_key else spec.key
+        if target.state is not None:  # the target's global state (JAX's x64) joins the key
+            keyfn = _with_state(keyfn, target.state)
+        entry = st.plans[slot] = (keyfn, {}, by_alignment)
+    keyfn, runners, _ = entry
     try:
-        key = keyfn(obj)
-        # Keyed by the device as asked (None: "stay"), so arrays on several devices share it.
-        plans = st.plans.setdefault((type(obj), target.name, fast_key[2], copy), {})
-        plans[key] = run
-        st.fast[fast_key] = (keyfn, plans)
+        runners[keyfn(obj)] = the_plan.run
+        st.fast[fast_key] = (keyfn, runners)
     except Exception:  # an unhashable or unreadable key: this object stays on the slow path
         pass
 
 
-def _uncached(
-    reg: Registry, spec: FrameworkSpec, target: FrameworkSpec, device: Device, copy: bool | None
-) -> Runner:
-    def run(x: Any) -> Any:
-        return convert_array(reg, x, spec, target, device, copy, None)
+def _with_state(
+    key: Callable[[Any], Hashable], state: Callable[[], Hashable]
+) -> Callable[[Any], Hashable]:
+    def keyfn(x: Any) -> Hashable:
+        return (key(x), state())
 
-    return run
+    return keyfn

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 from typing import Any
 
@@ -72,17 +73,9 @@ def describe(x: Any) -> TensorInfo:
     )
 
 
-def key(x: Any) -> Any:
-    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither)."""
-    bits = x.flags.num & _KEY_BITS
-    if bits & (_C | _F):
-        return (x.dtype, bits)
-    return (x.dtype, bits, classify_layout(x.shape, x.strides, x.itemsize))
-
-
 # ndarray's data pointer is the first field after the object header (PyArrayObject_fields);
 # reading it there costs ~0.15 µs against ~0.95 µs for x.ctypes.data. describe() checks the
-# two agree before aligned() trusts the fast read.
+# two agree before the key trusts the fast read.
 _read_address = ctypes.c_void_p.from_address
 _DATA_OFFSET = object.__basicsize__
 _fast_read_ok: bool | None = None
@@ -94,11 +87,16 @@ def _check_fast_read(x: Any) -> None:
         _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == x.ctypes.data
 
 
-def aligned(x: Any) -> bool:
-    """Is the first element 64-byte aligned?"""
-    if _fast_read_ok:
-        return not (_read_address(id(x) + _DATA_OFFSET).value or 0) % ALIGNMENT
-    return bool(x.ctypes.data % ALIGNMENT == 0)
+def key(x: Any, aligned: bool = False) -> Any:
+    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither),
+    and with ``aligned`` whether the data is 64-byte aligned."""
+    k: tuple[Any, ...] = (x.dtype, x.flags.num & _KEY_BITS)
+    if aligned:
+        address = _read_address(id(x) + _DATA_OFFSET).value if _fast_read_ok else x.ctypes.data
+        k += (not (address or 0) % ALIGNMENT,)
+    if k[1] & (_C | _F):
+        return k
+    return (*k, classify_layout(x.shape, x.strides, x.itemsize))
 
 
 def data_ptr(x: Any) -> int:
@@ -152,7 +150,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             array_types=("numpy.ndarray",),
             describe=describe,
             key=key,
-            aligned=aligned,
+            aligned_key=functools.partial(key, aligned=True),
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(d for d in DTYPES if d not in ML_DTYPES or has_ml_dtypes()),

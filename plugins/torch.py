@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
@@ -64,26 +65,25 @@ def describe(t: Any) -> TensorInfo:
     )
 
 
-def key(t: Any) -> Any:
-    """Warm-path key: dtype, device, layout kind, grad and view bits (strides if not contiguous)."""
+def key(t: Any, aligned: bool = False) -> Any:
+    """Warm-path key: dtype, device, grad and view bits (layout if not contiguous), and with
+    ``aligned`` whether the data is 64-byte aligned."""
     # get_device() is -1 on the CPU and the index on an accelerator: an int compares and
     # hashes faster than a torch.device (the warm path's largest cost after the call).
+    k: tuple[Any, ...]
     try:
         k = (t.dtype, t.get_device(), t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
     except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
         return (t.dtype, t.device, t.requires_grad, t.layout)
-    if k[-1]:
+    if aligned:
+        k += (not t.data_ptr() % ALIGNMENT,)
+    if k[5]:
         return k
     import torch
 
     if t.layout != torch.strided:
         return (*k, t.layout)
     return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
-
-
-def aligned(t: Any) -> bool:
-    """Is the first element 64-byte aligned?"""
-    return bool(t.data_ptr() % ALIGNMENT == 0)
 
 
 def data_ptr(t: Any) -> int:
@@ -163,7 +163,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             array_types=("torch.Tensor",),
             describe=describe,
             key=key,
-            aligned=aligned,
+            aligned_key=functools.partial(key, aligned=True),
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES),
