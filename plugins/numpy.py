@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import functools
 import importlib.util
 from typing import Any
 
@@ -87,14 +86,24 @@ def _check_fast_read(x: Any) -> None:
         _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == x.ctypes.data
 
 
-def key(x: Any, aligned: bool = False) -> Any:
-    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither),
-    and with ``aligned`` whether the data is 64-byte aligned."""
-    k: tuple[Any, ...] = (x.dtype, x.flags.num & _KEY_BITS)
-    if aligned:
-        address = _read_address(id(x) + _DATA_OFFSET).value if _fast_read_ok else x.ctypes.data
-        k += (not (address or 0) % ALIGNMENT,)
-    if k[1] & (_C | _F):
+# key() and aligned_key() are spelled out separately: they run on every warm call, where a
+# flag test or a functools.partial costs more than the duplication.
+
+
+def key(x: Any) -> Any:
+    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither)."""
+    bits = x.flags.num & _KEY_BITS
+    if bits & (_C | _F):
+        return (x.dtype, bits)
+    return (x.dtype, bits, classify_layout(x.shape, x.strides, x.itemsize))
+
+
+def aligned_key(x: Any) -> Any:
+    """key() plus whether the data is 64-byte aligned."""
+    bits = x.flags.num & _KEY_BITS
+    address = _read_address(id(x) + _DATA_OFFSET).value if _fast_read_ok else x.ctypes.data
+    k = (x.dtype, bits, not (address or 0) % ALIGNMENT)
+    if bits & (_C | _F):
         return k
     return (*k, classify_layout(x.shape, x.strides, x.itemsize))
 
@@ -150,7 +159,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             array_types=("numpy.ndarray",),
             describe=describe,
             key=key,
-            aligned_key=functools.partial(key, aligned=True),
+            aligned_key=aligned_key,
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(d for d in DTYPES if d not in ML_DTYPES or has_ml_dtypes()),

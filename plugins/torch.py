@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
@@ -65,20 +64,34 @@ def describe(t: Any) -> TensorInfo:
     )
 
 
-def key(t: Any, aligned: bool = False) -> Any:
-    """Warm-path key: dtype, device, grad and view bits (layout if not contiguous), and with
-    ``aligned`` whether the data is 64-byte aligned."""
+# key() and aligned_key() are spelled out separately: they run on every warm call, where a
+# flag test or a functools.partial costs more than the duplication.
+
+
+def key(t: Any) -> Any:
+    """Warm-path key: dtype, device, grad and view bits (layout if not contiguous)."""
     # get_device() is -1 on the CPU and the index on an accelerator: an int compares and
     # hashes faster than a torch.device (the warm path's largest cost after the call).
-    k: tuple[Any, ...]
     try:
         k = (t.dtype, t.get_device(), t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
     except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
         return (t.dtype, t.device, t.requires_grad, t.layout)
-    if aligned:
-        k += (not t.data_ptr() % ALIGNMENT,)
-    if k[5]:
-        return k
+    return k if k[5] else _strided_key(t, k)
+
+
+def aligned_key(t: Any) -> Any:
+    """key() plus whether the data is 64-byte aligned."""
+    try:
+        k = (
+            t.dtype, t.get_device(), t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous(),
+            not t.data_ptr() % ALIGNMENT,
+        )  # fmt: skip
+    except RuntimeError:
+        return (t.dtype, t.device, t.requires_grad, t.layout)
+    return k if k[5] else _strided_key(t, k)
+
+
+def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
     import torch
 
     if t.layout != torch.strided:
@@ -163,7 +176,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             array_types=("torch.Tensor",),
             describe=describe,
             key=key,
-            aligned_key=functools.partial(key, aligned=True),
+            aligned_key=aligned_key,
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES),
