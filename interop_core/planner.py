@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from .errors import VARIANT, RefusedEdge
+from .predicates import reads_alignment
 from .specs import ConverterSpec, PlanKey, TensorInfo
 
 
@@ -96,12 +97,16 @@ def advance(key: PlanKey, edge: ConverterSpec) -> PlanKey:
 class Search:
     """The outcome of one search: the edges of the best path, or every refusal met."""
 
-    __slots__ = ("found", "path", "refused")
+    __slots__ = ("found", "path", "path_aligned", "refused", "refused_aligned")
 
     def __init__(self) -> None:
         self.path: list[tuple[PlanKey, ConverterSpec]] = []
         self.found = False
         self.refused: list[RefusedEdge] = []
+        #: An edge of the path needs the start's alignment (the other one has another route).
+        self.path_aligned = True
+        #: An edge was refused over alignment (the other one might have another route).
+        self.refused_aligned = True
 
 
 class Graph:
@@ -124,8 +129,7 @@ class Graph:
         want_copy = start.copy is True
         zero_only = start.copy is False
         out = Search()
-        refused_seen: set[RefusedEdge] = set()
-        refusals: list[tuple[tuple[bool, bool, float], int, RefusedEdge]] = []
+        refusals: dict[tuple[int, str], tuple[tuple[bool, bool, float], ConverterSpec]] = {}
         tie = itertools.count()
         best: dict[tuple[PlanKey, bool], tuple[float, ...]] = {(start, False): (0, 0, 0.0)}
         back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
@@ -144,17 +148,15 @@ class Graph:
                 out.found = True
                 break
             for edge in self.by_source.get(key.framework, ()):
-                if key.device not in edge.devices or (edge.plugin, edge.name) in excluded:
+                if key.device not in edge.devices or (zero_only and not edge.zero_copy):
                     continue
-                if zero_only and not edge.zero_copy:
+                if excluded and (edge.plugin, edge.name) in excluded:
                     continue
                 reason = edge.accepts(key)
                 if reason is not None:
-                    r = RefusedEdge((edge.name, edge.plugin, edge.edge, reason))
-                    if r not in refused_seen:
-                        refused_seen.add(r)
+                    if (id(edge), reason) not in refusals:  # messages are built at the end
                         rank = (edge.target != target, reason.startswith(VARIANT), cost[1])
-                        refusals.append((rank, len(refusals), r))
+                        refusals[id(edge), reason] = (rank, edge)
                     continue
                 nxt = (advance(key, edge), copied or not edge.zero_copy)
                 ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
@@ -164,7 +166,14 @@ class Graph:
                     heapq.heappush(heap, (ncost, next(tie), nxt[0], nxt[1]))
         # Most useful first: edges into the target, real refusals before variant
         # mismatches, nearest the source first.
-        out.refused = [r for _, _, r in sorted(refusals)]
+        ranked = sorted(
+            (rank, i, edge, why) for i, ((_, why), (rank, edge)) in enumerate(refusals.items())
+        )
+        out.refused = [RefusedEdge((e.name, e.plugin, e.edge, why)) for _, _, e, why in ranked]
+        # Would the other 64-byte alignment of the start change the outcome? Surely if an
+        # edge of the path turns on it; perhaps if a refusal did.
+        out.path_aligned = any(reads_alignment(e.accepts, None) for _, e in out.path)
+        out.refused_aligned = any(reads_alignment(e.accepts, why) for _, _, e, why in ranked)
         return out
 
 
@@ -208,6 +217,8 @@ class Plan(NamedTuple):
     route: Route
     funcs: tuple[Runner, ...]
     edges: tuple[ConverterSpec, ...]
+    #: Does the array's 64-byte alignment change the route: "yes", "no" or "maybe".
+    by_alignment: str = "maybe"
 
     @property
     def run(self) -> Runner:

@@ -30,6 +30,8 @@ _FLAG_ADVICE = {
     "requires_grad": "the tensor requires grad",
 }
 
+_UNALIGNED = f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)"
+
 _X64 = frozenset({"int64", "uint64", "float64", "complex128"})
 
 
@@ -74,12 +76,13 @@ class Needs:
                 f"jax_enable_x64 is off, so JAX would silently narrow {key.dtype} to 32 bits; "
                 "enable it (jax.config.update('jax_enable_x64', True)) or cast first"
             )
-        for flag in sorted(key.flags & self.no_flags):
-            return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
+        if key.flags:
+            for flag in sorted(key.flags & self.no_flags):
+                return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
         if key.layout not in self.layouts:
             return self.layout_reason or f"cannot take a {key.layout}-layout array"
         if self.aligned and not key.aligned:
-            return f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)"
+            return _UNALIGNED
         if self.no_readonly and key.readonly:
             return "the producer refuses to export read-only memory"
         if self.writable and key.readonly and key.copy is not False:
@@ -90,3 +93,14 @@ class Needs:
         if self.extra is not None:
             return self.extra(key)
         return None
+
+
+def reads_alignment(accepts: Callable[[PlanKey], str | None], reason: str | None) -> bool:
+    """Could the verdict ``reason`` of ``accepts`` change with the key's alignment alone?
+
+    Exact for :class:`Needs` (alignment is its last hard check); any other predicate might
+    read it, so the answer is yes.
+    """
+    if not isinstance(accepts, Needs):
+        return True
+    return accepts.aligned and (reason is None or reason == _UNALIGNED)

@@ -58,8 +58,9 @@ def find_route(
     device: Device,
     copy: bool | None,
     excluded: Excluded = frozenset(),
-) -> tuple[Route, tuple[ConverterSpec, ...]]:
-    """The cheapest route for ``info`` and its edges; raises when there is none."""
+) -> tuple[Route, tuple[ConverterSpec, ...], str]:
+    """The cheapest route for ``info``, its edges, and whether the array's alignment changes
+    it ("yes", "no", "maybe"); raises when there is none."""
     if info.dtype not in target.dtypes and info.framework != target.name:
         reason = RefusedEdge(("(dtype check)", target.plugin, f"*->{target.name}",
                               f"{target.name} has no dtype {info.dtype}"))  # fmt: skip
@@ -81,7 +82,9 @@ def find_route(
             )
         raise NoRouteError(what, found.refused, advice)
     edges = tuple(e for _, e in found.path)
-    return make_route(info, key, target.name, device.kind, found.path, found.refused), edges
+    route = make_route(info, key, target.name, device.kind, found.path, found.refused)
+    by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
+    return route, edges, by_alignment
 
 
 def plan(
@@ -93,8 +96,8 @@ def plan(
     excluded: Excluded = frozenset(),
 ) -> Plan:
     """The cheapest route for ``info``, bound to its functions; raises when there is none."""
-    route, edges = find_route(st, info, target, device, copy, excluded)
-    return Plan(route, bind(st, edges, device), edges)
+    route, edges, by_alignment = find_route(st, info, target, device, copy, excluded)
+    return Plan(route, bind(st, edges, device), edges, by_alignment)
 
 
 def bind(st: _State, edges: tuple[ConverterSpec, ...], device: Device) -> tuple[Runner, ...]:
@@ -199,10 +202,10 @@ def _cache(
     device: Device, copy: bool | None, the_plan: Plan, fast_key: tuple[Any, ...],
 ) -> None:  # fmt: skip
     """Store the runner under the key predicates read, and the warm-path entry for it."""
-    by_alignment = False
-    if spec.aligned_key is not None:
-        # Alignment costs too much to read on every call: read it only for requests whose
-        # route depends on it (plan the flipped alignment to find out).
+    # Alignment costs too much to read on every call: read it only for requests whose route
+    # depends on it. The search knows when it does, and when it might: then plan the other.
+    by_alignment = spec.aligned_key is not None and the_plan.by_alignment == "yes"
+    if spec.aligned_key is not None and the_plan.by_alignment == "maybe":
         flipped = info._replace(aligned=not info.aligned)
         try:
             by_alignment = find_route(st, flipped, target, device, copy)[1] != the_plan.edges
