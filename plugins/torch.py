@@ -65,30 +65,37 @@ def describe(t: Any) -> TensorInfo:
 
 
 # key() and aligned_key() are spelled out separately: they run on every warm call, where a
-# flag test or a functools.partial costs more than the duplication.
+# flag test or a functools.partial costs more than the duplication. get_device() is -1 on
+# the CPU and the index on an accelerator: an int hashes and compares faster than a
+# torch.device. The conjugate and negative bits exist only on views (x.conj(), x.imag),
+# so they are read only for views.
 
 
 def key(t: Any) -> Any:
-    """Warm-path key: dtype, device, grad and view bits (layout if not contiguous)."""
-    # get_device() is -1 on the CPU and the index on an accelerator: an int compares and
-    # hashes faster than a torch.device (the warm path's largest cost after the call).
+    """Warm-path key: dtype, device, grad, contiguity, view bits (layout if not contiguous)."""
+    k: tuple[Any, ...]
     try:
-        k = (t.dtype, t.get_device(), t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous())
+        k = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
     except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
         return (t.dtype, t.device, t.requires_grad, t.layout)
-    return k if k[5] else _strided_key(t, k)
+    if k[4]:
+        k += (t.is_conj(), t.is_neg())
+    return k if k[3] else _strided_key(t, k)
 
 
 def aligned_key(t: Any) -> Any:
     """key() plus whether the data is 64-byte aligned."""
+    k: tuple[Any, ...]
     try:
         k = (
-            t.dtype, t.get_device(), t.requires_grad, t.is_conj(), t.is_neg(), t.is_contiguous(),
+            t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view(),
             not t.data_ptr() % ALIGNMENT,
         )  # fmt: skip
     except RuntimeError:
         return (t.dtype, t.device, t.requires_grad, t.layout)
-    return k if k[5] else _strided_key(t, k)
+    if k[4]:
+        k += (t.is_conj(), t.is_neg())
+    return k if k[3] else _strided_key(t, k)
 
 
 def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -22,6 +22,7 @@ from interop_core import (
     explain,
     to,
 )
+from interop_core.testing import data_ptr as ptr
 from interop_core.testing import isolated_registry
 
 FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
@@ -198,6 +199,23 @@ def test_negative_bit_view_converts_with_negated_values(dst: str) -> None:
     assert dtype_name(y) == "float32"
     np.testing.assert_array_equal(values_of(y), np.array([-2.0, 4.0]))
     assert "resolve_neg" in str(explain(x, dst))
+
+
+@pytest.mark.parametrize("dst", OTHERS_THAN_TORCH)
+def test_plain_and_bit_views_interleaved_keep_their_own_routes(dst: str) -> None:
+    """The warm key tells plain views from conj/neg views: neither borrows the other's plan."""
+    np = need("numpy")
+    torch = need("torch")
+    need(dst)
+    base = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64)
+    for _ in range(3):
+        plain, conj = base[:], base.conj()  # both views of the same dtype and layout
+        y = to(plain, dst)
+        assert explain(plain, dst).zero_copy and ptr(y) == plain.data_ptr()
+        np.testing.assert_array_equal(values_of(to(conj, dst)), np.array([1 - 2j, 3 + 4j]))
+        real, neg = base.real, base.conj().imag  # float32 views, the second with the neg bit
+        np.testing.assert_array_equal(values_of(to(real, dst)), np.array([1.0, 3.0]))
+        np.testing.assert_array_equal(values_of(to(neg, dst)), np.array([-2.0, 4.0]))
 
 
 def test_conj_view_to_torch_copy_true_resolves(np: Any) -> None:
