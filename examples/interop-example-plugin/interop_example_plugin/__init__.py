@@ -169,6 +169,11 @@ def key(x: PyArray) -> str:
     return x.buffer.typecode
 
 
+def aligned_key(x: PyArray) -> tuple[str, bool]:
+    """key() plus the alignment, for routes that depend on it (into JAX or TensorFlow)."""
+    return (x.buffer.typecode, _aligned(x))
+
+
 def data_ptr(x: PyArray) -> int:
     """Address of the first element."""
     return x.data_ptr
@@ -223,7 +228,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(TYPECODES),
-            aligned=_aligned,
+            aligned_key=aligned_key,
             distribution="interop-example-plugin",
             install_hint="pip install interop-example-plugin",
             devices=_devices,
