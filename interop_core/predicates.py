@@ -98,9 +98,10 @@ class Needs:
 def reads_alignment(accepts: Callable[[PlanKey], str | None], reason: str | None) -> bool:
     """Could the verdict ``reason`` of ``accepts`` change with the key's alignment alone?
 
-    Exact for :class:`Needs` (alignment is its last hard check); any other predicate might
-    read it, so the answer is yes.
+    Exact for a :class:`Needs` without ``extra``: an acceptance turns on alignment only if it
+    needs it, and a refusal for any other reason stands either way. Any other predicate
+    might read it, so the answer is yes.
     """
-    if not isinstance(accepts, Needs):
+    if not isinstance(accepts, Needs) or accepts.extra is not None:
         return True
     return accepts.aligned and (reason is None or reason == _UNALIGNED)
