@@ -32,12 +32,6 @@ _RO_NOTE = "the numpy result is a read-only view"
 # -- loaders: each imports its frameworks and returns the conversion function ---------
 
 
-def _torch_from_numpy() -> Any:
-    import torch
-
-    return torch.from_numpy
-
-
 def compact_strides(x: Any) -> Any:
     """``x`` without negative strides on size-1 dims or in an empty array, where strides
     address nothing (torch.from_numpy rejects them; the bytes are the same)."""
