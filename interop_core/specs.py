@@ -62,6 +62,15 @@ class Device:
 CPU = Device()
 
 
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Row-major strides of ``shape`` in bytes (size-0 dims count as 1, as numpy does)."""
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 def classify_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> str:
     """Layout class of a strided array; strides in bytes. Size-1 and empty dims never count."""
     if any(n == 0 for n in shape):

@@ -16,6 +16,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, hookimpl
 from interop_core.predicates import OPAQUE_FLAGS, Needs
+from interop_core.specs import c_strides
 
 from .jax import x64_enabled
 from .numpy import ML_DTYPES, has_ml_dtypes
@@ -211,15 +212,6 @@ def _tf_from_numpy_bitcast() -> Any:
         return tf.bitcast(imported(x), tf.bfloat16)
 
     return convert
-
-
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """Row-major strides of ``shape`` (in units of ``itemsize``)."""
-    strides, acc = [], itemsize
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 # A C-contiguous array may still carry odd strides on size-1 dims (a transposed (1, n)

@@ -6,7 +6,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import DTYPES
+from interop_core.specs import DTYPES, c_strides
 
 
 def x64_enabled() -> bool:
@@ -29,11 +29,6 @@ def _is_tracer(x: Any) -> bool:
 def describe(x: Any) -> TensorInfo:
     """Describe a jax.Array (always C-contiguous, never marked read-only)."""
     shape = tuple(x.shape)
-    itemsize = x.dtype.itemsize
-    strides, acc = [], itemsize
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
     flags: set[str] = set()
     if _is_tracer(x):
         flags.add("tracer")
@@ -48,7 +43,7 @@ def describe(x: Any) -> TensorInfo:
         dtype=str(x.dtype),
         device=device,
         shape=shape,
-        strides=tuple(reversed(strides)),
+        strides=c_strides(shape, x.dtype.itemsize),
         layout="C",
         readonly=False,
         aligned=True,

@@ -58,7 +58,8 @@ def _flags(x: Any) -> frozenset[str]:
 
 def describe(x: Any) -> TensorInfo:
     """Describe an ndarray without copying it."""
-    _check_fast_read(x)
+    address = x.ctypes.data
+    _check_fast_read(x, address)
     return TensorInfo(
         framework="numpy",
         dtype=dtype_name(x.dtype),
@@ -67,7 +68,7 @@ def describe(x: Any) -> TensorInfo:
         strides=tuple(x.strides),
         layout=_layout(x),
         readonly=not x.flags.writeable,
-        aligned=x.ctypes.data % ALIGNMENT == 0,
+        aligned=address % ALIGNMENT == 0,
         flags=_flags(x),
     )
 
@@ -80,10 +81,10 @@ _DATA_OFFSET = object.__basicsize__
 _fast_read_ok: bool | None = None
 
 
-def _check_fast_read(x: Any) -> None:
+def _check_fast_read(x: Any, address: int) -> None:
     global _fast_read_ok
     if _fast_read_ok is not False:
-        _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == x.ctypes.data
+        _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == address
 
 
 # key() and aligned_key() are spelled out separately: they run on every warm call, where a

@@ -7,7 +7,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import DTYPES
+from interop_core.specs import DTYPES, c_strides
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
@@ -38,18 +38,13 @@ def _symbolic(t: Any) -> bool:
 def describe(t: Any) -> TensorInfo:
     """Describe an eager tf.Tensor (always C-contiguous)."""
     shape = tuple(int(d) if d is not None else -1 for d in t.shape)
-    itemsize = t.dtype.size
-    strides, acc = [], itemsize
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
     symbolic = _symbolic(t)
     return TensorInfo(
         framework="tensorflow",
         dtype=t.dtype.name,
         device=Device() if symbolic else parse_device(t.device),
         shape=shape,
-        strides=tuple(reversed(strides)),
+        strides=c_strides(shape, t.dtype.size),
         layout="C",
         readonly=False,
         # TF's kernels require 64-byte alignment (they abort otherwise) and the router hands

@@ -25,7 +25,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import ALIGNMENT, CPU, DTYPES
+from interop_core.specs import ALIGNMENT, CPU, DTYPES, c_strides
 
 __all__ = ["PyArray", "interop_converters", "interop_frameworks"]
 
@@ -137,15 +137,6 @@ def _flatten(data: Any, shape: tuple[int, ...], out: list[float]) -> None:
 # -- the framework spec -----------------------------------------------------------------
 
 
-def _strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides = []
-    step = itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 def _aligned(x: PyArray) -> bool:
     return x.data_ptr % ALIGNMENT == 0
 
@@ -157,7 +148,7 @@ def describe(x: PyArray) -> TensorInfo:
         dtype=x.dtype,
         device=CPU,
         shape=x.shape,
-        strides=_strides(x.shape, x.itemsize),
+        strides=c_strides(x.shape, x.itemsize),
         layout="C",
         readonly=False,
         aligned=_aligned(x),
