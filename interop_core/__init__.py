@@ -27,7 +27,7 @@ from .errors import (
 from .hookspecs import hookimpl, hookspec
 from .planner import Route, Step
 from .registry import Registry
-from .specs import ConverterSpec, Device, FrameworkSpec, PlanKey, TensorInfo
+from .specs import ConverterSpec, Device, FrameworkSpec, KnownFramework, PlanKey, TensorInfo
 
 __version__ = "0.1.0"
 
@@ -40,6 +40,7 @@ __all__ = [
     "FrameworkNotInstalledError",
     "FrameworkSpec",
     "InteropError",
+    "KnownFramework",
     "NoRouteError",
     "NotAnArrayError",
     "OptionError",

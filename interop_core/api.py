@@ -1,20 +1,21 @@
 """The public functions: ``to()``, ``explain()``, ``register()``, ``unregister()``.
 
 ``to()`` has a warm path of two dict lookups and the route's steps; everything else
-(argument checks, containers, planning) is on the slow path in :func:`_convert`.
+(argument checks, containers, planning) is on the slow path in :func:`_convert`. A call
+reads the registry's state once and keeps that snapshot to the end.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .containers import map_leaves
 from .errors import InteropError, NotAnArrayError
-from .registry import Registry
-from .router import convert_array, explain_array
-from .specs import Device
+from .registry import Registry, State
+from .router import convert, explain_object, warm_failure
+from .specs import Device, FrameworkSpec
 
 _default: Registry | None = None
 _default_lock = threading.Lock()
@@ -46,22 +47,27 @@ def to(
     ``device`` None keeps the source device. ``copy`` follows the Array API's
     ``from_dlpack``: None shares memory when possible, False never copies (raises
     CopyRequiredError), True never shares memory with ``obj``.
-    Containers (dict, list, tuple, namedtuple) keep their structure; leaves that are not
-    arrays pass through unchanged.
+    Containers (dict, list, tuple, namedtuple, ...) keep their structure; leaves that are
+    not arrays pass through unchanged, but a call that finds no array at all raises.
     """
-    reg = _default or default_registry()
-    if not options:
+    st = (_default or default_registry()).state
+    # copy=1 or 0 hash like True/False: only the three real values may take the warm path.
+    if not options and (copy is None or copy is True or copy is False):
         try:
-            keyfn, plans = reg.state.fast[type(obj), target, device, copy]
-            run = plans[keyfn(obj)]
+            keyfn, runners = st.fast[type(obj), target, device, copy]
+            run = runners[keyfn(obj)]
         except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
             pass
         else:
             try:
                 return run(obj)
-            except Exception:
-                pass  # the slow path re-runs step by step, re-plans or explains
-    return _convert(reg, obj, target, device, copy, options)
+            except Exception as exc:  # the failed step is handled, never run again
+                reg = _default or default_registry()
+                return warm_failure(
+                    st, obj, reg.resolve(target, st), parse_device(st, device), copy,
+                    (type(obj), target, device, copy), exc,
+                )  # fmt: skip
+    return _convert(_default or default_registry(), st, obj, target, device, copy, options)
 
 
 def explain(
@@ -72,17 +78,18 @@ def explain(
     For a container, the same structure with a Route at each array leaf.
     """
     reg = _default or default_registry()
+    st = reg.state
     _check_options(copy, options)
-    spec = reg.resolve(target)
-    dev = parse_device(device)
+    spec = reg.resolve(target, st)
+    dev = parse_device(st, device)
 
     def one(leaf: Any) -> Any:
-        src = reg.state.detect(leaf)
-        return explain_array(reg, leaf, src, spec, dev, copy) if src is not None else None
+        return explain_object(st, leaf, st.detect(leaf), spec, dev, copy)
 
-    if reg.state.detect(obj) is not None:
-        return one(obj)
-    return _top(reg, obj, one)
+    src = st.detect(obj)
+    if src is not None:
+        return explain_object(st, obj, src, spec, dev, copy)
+    return _containers(st, obj, spec, one, plain=False)
 
 
 def register(plugin: Any, name: str | None = None) -> str:
@@ -95,27 +102,30 @@ def unregister(plugin: Any = None, name: str | None = None) -> None:
     default_registry().unregister(plugin, name)
 
 
-def parse_device(device: Any) -> Device | None:
-    """A Device from None, "cpu"/"cuda:1", or a torch/JAX/TF device object."""
+def parse_device(st: State, device: Any) -> Device | None:
+    """A Device from None, "cpu"/"cuda:1", or a device object or string of a framework."""
     if device is None or isinstance(device, Device):
         return device
-    try:
-        if isinstance(device, str):
-            if "/device:" in device.lower():  # TensorFlow: /job:../device:GPU:0
-                kind, _, index = device.lower().rpartition("/device:")[2].partition(":")
-                return Device("cuda" if kind == "gpu" else kind, int(index or 0))
+    if isinstance(device, str):
+        try:
             return Device.parse(device)
-        platform = getattr(device, "platform", None)  # a JAX device
-        if isinstance(platform, str):
-            return Device("cuda" if platform == "gpu" else platform, int(getattr(device, "id", 0)))
-        torch_kind = getattr(device, "type", None)  # a torch.device
-        if isinstance(torch_kind, str):
-            return Device(torch_kind, int(getattr(device, "index", None) or 0))
-    except ValueError as exc:
-        raise DeviceError(str(exc)) from exc
+        except ValueError as exc:
+            error: Exception | None = exc
+    else:
+        error = None
+    for spec in st.frameworks.values():  # the framework's own spelling ("/device:GPU:0")
+        if spec.parse_device is not None:
+            try:
+                found = spec.parse_device(device)
+            except Exception:
+                continue
+            if found is not None:
+                return found
+    if error is not None:
+        raise DeviceError(f"{error}.") from error
     raise DeviceError(
         f"Cannot understand device={device!r}: pass None, 'cpu', 'cuda', 'cuda:N' or a "
-        "torch/JAX/TensorFlow device object."
+        "device object of an installed framework (torch.device, a JAX device, ...)."
     )
 
 
@@ -129,7 +139,10 @@ class OptionError(InteropError, TypeError):
 
 def _check_options(copy: Any, options: Mapping[str, Any]) -> None:
     if not (copy is None or copy is True or copy is False):  # 1 == True must not pass
-        raise OptionError(f"copy must be None, True or False, not {copy!r}.")
+        raise OptionError(
+            f"copy must be None, True or False, not {copy!r} ({type(copy).__name__}): "
+            "copy=1 or copy=0 would read as a different request."
+        )
     if options:
         raise OptionError(
             f"Unknown option(s) for converting arrays: {', '.join(sorted(options))}. "
@@ -138,55 +151,68 @@ def _check_options(copy: Any, options: Mapping[str, Any]) -> None:
 
 
 def _convert(
-    reg: Registry, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
-) -> Any:
+    reg: Registry, st: State, obj: Any, target: Any, device: Any, copy: Any,
+    options: Mapping[str, Any],
+) -> Any:  # fmt: skip
     _check_options(copy, options)
-    spec = reg.resolve(target)
-    dev = parse_device(device)
+    spec = reg.resolve(target, st)
+    dev = parse_device(st, device)
     fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
     try:
         hash(fast_key)
     except TypeError:
         fast_key = None
 
-    src = reg.state.detect(obj)
+    src = st.detect(obj)
     if src is not None:
-        return convert_array(reg, obj, src, spec, dev, copy, fast_key)
+        return convert(st, obj, src, spec, dev, copy, fast_key)
 
     def leaf(x: Any) -> Any:  # each array leaf takes to()'s warm path when it can
-        return to(x, target, device=device, copy=copy) if reg.state.detect(x) else x
+        return to(x, target, device=device, copy=copy)
 
-    return _top(reg, obj, leaf)
+    return _containers(st, obj, spec, leaf)
 
 
-def _top(reg: Registry, obj: Any, one: Callable[[Any], Any]) -> Any:
-    """Apply ``one`` to each leaf of a container; reject anything else that is no array."""
+def _containers(
+    st: State, obj: Any, target: FrameworkSpec, one: Callable[[Any], Any], plain: bool = True
+) -> Any:
+    """Apply ``one`` to each array leaf of a container; raise when there is no array at all.
+
+    Other leaves stay as they are (``plain``) or become None (explain's Routes).
+    """
+    arrays = 0
+
+    def counted(leaf: Any) -> Any:
+        nonlocal arrays
+        if st.detect(leaf) is None:
+            return leaf if plain else None
+        arrays += 1
+        return one(leaf)
+
     if isinstance(obj, (dict, list, tuple)):
-        return map_leaves(obj, one)
-    raise NotAnArrayError(
-        f"Cannot convert a {type(obj).__module__}.{type(obj).__qualname__}: it is not an array "
-        f"of any registered framework ({', '.join(reg.state.frameworks)}) nor a dict, list or "
-        "tuple of them. Wrap Python scalars with the framework's array constructor "
-        "(e.g. numpy.asarray) first; lists and tuples are containers, returned with their "
-        "array leaves converted."
+        out = map_leaves(obj, counted)
+        if arrays:
+            return out
+    raise NotAnArrayError(_not_an_array(st, obj, target))
+
+
+def _not_an_array(st: State, obj: Any, target: FrameworkSpec) -> str:
+    """Why ``obj`` converts nothing, and what to do instead."""
+    kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    frameworks = ", ".join(n for n, s in st.frameworks.items() if s.array_types)
+    protocols = ", ".join(s.protocol for s in st.detect.protocols if s.protocol)
+    make = (
+        f"{target.constructor}(...)" if target.constructor else f"{target.name}'s array constructor"
     )
-
-
-def map_leaves(obj: Any, fn: Callable[[Any], Any]) -> Any:
-    """Apply ``fn`` to every leaf of nested dicts, lists, tuples and namedtuples."""
-    if isinstance(obj, dict):
-        items = [(k, map_leaves(v, fn)) for k, v in obj.items()]
-        if isinstance(obj, defaultdict):
-            return defaultdict(obj.default_factory, items)
-        try:
-            return type(obj)(items)
-        except TypeError:
-            return dict(items)
-    if isinstance(obj, tuple):
-        values = [map_leaves(v, fn) for v in obj]
-        if hasattr(obj, "_fields"):  # a namedtuple
-            return type(obj)(*values)
-        return type(obj)(values)
-    if isinstance(obj, list):
-        return type(obj)(map_leaves(v, fn) for v in obj)
-    return fn(obj)
+    if isinstance(obj, (dict, list, tuple)):
+        found = f"a {kind} with no array anywhere in it"
+        todo = (
+            f"To build a {target.name} array from Python values, use {make}; "
+            "to() converts arrays (and containers holding at least one)."
+        )
+    else:
+        found = f"a {kind}: it is not an array of any registered framework ({frameworks})"
+        if protocols:
+            found += f" and speaks none of the array protocols looked for ({protocols})"
+        todo = f"To build a {target.name} array from Python values, use {make}."
+    return f"Cannot convert {found}. {todo}"

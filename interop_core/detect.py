@@ -3,14 +3,19 @@
 Modelled on array-api-compat's ``_helpers`` and narwhals' ``dependencies``: a framework
 whose module is not in ``sys.modules`` cannot own a live object, so detection only
 resolves array types from modules already imported, then caches the answer per type.
+Array protocols (``__dlpack__``, ``__array_interface__``, ...) are specs with ``claims``:
+asked only when no framework's types match, in registration order.
 """
 
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterable
 
 from .specs import FrameworkSpec
+
+_MISSING = object()
 
 
 def resolve_type(path: str) -> type | None:
@@ -21,18 +26,34 @@ def resolve_type(path: str) -> type | None:
         return None
     for part in rest.split(".") if rest else ():
         try:
-            obj = getattr(obj, part)
+            obj = getattr(obj, part, _MISSING)
         except Exception:  # a half-initialised module: treat as absent
             return None
+        if obj is _MISSING:
+            return None
     return obj if isinstance(obj, type) else None
+
+
+def imported(module: str) -> bool:
+    """Whether ``module`` is in sys.modules and done importing (not half-initialised)."""
+    mod = sys.modules.get(module)
+    return mod is not None and not getattr(getattr(mod, "__spec__", None), "_initializing", False)
+
+
+def unresolved_types(spec: FrameworkSpec) -> list[str]:
+    """``spec.array_types`` entries that do not resolve although their module is imported."""
+    return [p for p in spec.array_types if imported(p.partition(".")[0]) and not resolve_type(p)]
 
 
 class Detector:
     """Maps an object's type to the FrameworkSpec owning it, with a per-type cache."""
 
     def __init__(self, specs: Iterable[FrameworkSpec]) -> None:
-        self.specs = tuple(specs)
+        specs = tuple(specs)
+        self.specs = tuple(s for s in specs if s.array_types)
+        self.protocols = tuple(s for s in specs if s.claims is not None)
         self.cache: dict[type, FrameworkSpec | None] = {}
+        self._reported: set[str] = set()
 
     def __call__(self, obj: object) -> FrameworkSpec | None:
         """The owning framework's spec, or None when no registered framework owns ``obj``."""
@@ -41,15 +62,47 @@ class Detector:
             return self.cache[cls]
         except KeyError:
             pass
-        found = None
-        for spec in self.specs:
-            if spec.import_name not in sys.modules:
-                continue
-            types = [t for t in map(resolve_type, spec.array_types) if t is not None]
-            if types and issubclass(cls, tuple(types)):
-                found = spec
-                break
+        found = self._by_type(cls) or self._by_protocol(obj)
         # A negative answer is safe to cache too: an object exists only after its
         # framework was imported, so a later import cannot change who owns this type.
         self.cache[cls] = found
         return found
+
+    def _by_type(self, cls: type) -> FrameworkSpec | None:
+        for spec in self.specs:
+            if spec.import_name not in sys.modules:
+                continue
+            types = []
+            for path in spec.array_types:
+                t = resolve_type(path)
+                if t is not None:
+                    types.append(t)
+                elif imported(path.partition(".")[0]):
+                    self._report(spec, path)
+            if types and issubclass(cls, tuple(types)):
+                return spec
+        return None
+
+    def _by_protocol(self, obj: object) -> FrameworkSpec | None:
+        for spec in self.protocols:
+            try:
+                if spec.claims(obj):  # type: ignore[misc]
+                    return spec
+            except Exception:  # a protocol check must never break detection
+                continue
+        return None
+
+    def _report(self, spec: FrameworkSpec, path: str) -> None:
+        """Warn once that a declared array type does not exist (a plugin bug)."""
+        if path in self._reported:
+            return
+        self._reported.add(path)
+        from .manager import PluginWarning
+
+        warnings.warn(
+            f"Plugin {spec.plugin!r} declares array type {path!r} for framework {spec.name!r}, "
+            "but the imported module has no such type; its objects cannot be detected. "
+            "Fix the plugin's FrameworkSpec.array_types.",
+            PluginWarning,
+            stacklevel=4,
+        )

@@ -8,6 +8,7 @@ message says what failed, why, and what the user can do about it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 
 class InteropError(Exception):
@@ -17,14 +18,15 @@ class InteropError(Exception):
 class UnknownFrameworkError(InteropError, LookupError):
     """A target names no registered framework; the message suggests close names."""
 
-    def __init__(self, name: str, known: Iterable[str]) -> None:
+    def __init__(self, name: str, known: Iterable[str], why: str = "") -> None:
         import difflib
 
         known = sorted(set(known))
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close and not why else ""
+        why = f" {why}" if why else ""
         super().__init__(
-            f"Unknown framework {name!r}.{hint} Known frameworks and aliases: "
+            f"Unknown framework {name!r}.{why}{hint} Known frameworks and aliases: "
             f"{', '.join(known)}. A plugin can add more (see README, 'Writing a plugin')."
         )
         self.name = name
@@ -47,14 +49,17 @@ class NotAnArrayError(InteropError, TypeError):
     """The object is neither an array of a registered framework nor a container of them."""
 
 
-class RefusedEdge(tuple[str, str, str, str]):
-    """One refused converter: (converter, plugin, edge "a->b", reason)."""
+class RefusedEdge(NamedTuple):
+    """One refused converter and why."""
 
-    __slots__ = ()
+    converter: str
+    plugin: str
+    #: "source->target"
+    edge: str
+    reason: str
 
     def __str__(self) -> str:
-        name, plugin, edge, reason = self
-        return f"  - {name} [{edge}] from plugin {plugin!r}: {reason}"
+        return f"  - {self.converter} [{self.edge}] from plugin {self.plugin!r}: {self.reason}"
 
 
 #: A refusal reason starting with this means "another variant of this edge handles such
@@ -62,28 +67,49 @@ class RefusedEdge(tuple[str, str, str, str]):
 VARIANT = "handles only"
 
 
-def _refusals(refused: Sequence[RefusedEdge]) -> str:
-    shown = [str(r) for r in refused if not r[3].startswith(VARIANT)]
-    return "\n".join(shown) if shown else "  (no converter leads there)"
+def _shown(refused: Sequence[RefusedEdge]) -> list[RefusedEdge]:
+    return [r for r in refused if not r.reason.startswith(VARIANT)]
+
+
+def _listing(shown: Sequence[RefusedEdge]) -> str:
+    return "\n".join(map(str, shown)) if shown else "  (no converter leads there)"
 
 
 class NoRouteError(InteropError, LookupError):
-    """No chain of converters reaches the target; lists every refused edge and why."""
+    """No chain of converters reaches the target.
 
-    def __init__(self, what: str, refused: Sequence[RefusedEdge], advice: str = "") -> None:
+    The message leads with the decisive reason (the first refusal of an edge into the
+    target) and lists the refusals that matter; ``.refused`` keeps every refusal met.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        refused: Sequence[RefusedEdge],
+        advice: str = "",
+        relevant: Sequence[RefusedEdge] | None = None,
+    ) -> None:
         self.refused = list(refused)
+        shown = _shown(self.refused if relevant is None else relevant)
+        lead = f": {shown[0].reason}" if shown else ""
         tail = f"\n{advice}" if advice else ""
-        super().__init__(f"No route {what}. Converters refused:\n{_refusals(self.refused)}{tail}")
+        super().__init__(f"No route {what}{lead}.\nConverters refused:\n{_listing(shown)}{tail}")
 
 
 class CopyRequiredError(InteropError, BufferError):
     """copy=False was asked but every route copies; the message says why each edge refused."""
 
-    def __init__(self, what: str, refused: Sequence[RefusedEdge]) -> None:
+    def __init__(
+        self,
+        what: str,
+        refused: Sequence[RefusedEdge],
+        relevant: Sequence[RefusedEdge] | None = None,
+    ) -> None:
         self.refused = list(refused)
+        shown = _shown(self.refused if relevant is None else relevant)
         super().__init__(
             f"Cannot convert {what} without a copy (copy=False). Zero-copy converters refused:\n"
-            f"{_refusals(self.refused)}\nPass copy=None to allow a copy, or copy=True to force one."
+            f"{_listing(shown)}\nPass copy=None to allow a copy, or copy=True to force one."
         )
 
 

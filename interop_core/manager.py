@@ -28,6 +28,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.jax",
     "interop_plugins.tensorflow",
     "interop_plugins.dlpack",
+    "interop_plugins.known",
 )
 
 

@@ -1,6 +1,6 @@
 """The route planner: Dijkstra over converter edges, and the routes and plans it yields.
 
-Nodes are :class:`PlanKey` values (framework, device kind, dtype, layout, read-only,
+Nodes are :class:`PlanKey` values (framework, device with index, dtype, layout, read-only,
 aligned, flags) paired with whether the route has copied yet. The cost of a path is the
 tuple (copies, hops, estimated µs), compared in that order, so a route with fewer copies
 always wins (rule 5); every copy moves the array's bytes once, so ordering by copies is
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from .errors import VARIANT, RefusedEdge
-from .predicates import reads_alignment
-from .specs import ConverterSpec, PlanKey, TensorInfo
+from .predicates import GlobalFlag, reads_alignment, reads_flag
+from .specs import ConverterSpec, Device, PlanKey, TensorInfo, device_kind
 
 
 class Step(NamedTuple):
@@ -51,6 +51,8 @@ class Route(NamedTuple):
     refused: tuple[RefusedEdge, ...] = ()
     #: Caveats of the chosen steps (aliasing immutable memory, dropped autograd, ...).
     notes: tuple[str, ...] = ()
+    #: Every refusal the search met, ranked (edges into the target first).
+    refusals: tuple[RefusedEdge, ...] = ()
 
     @property
     def zero_copy(self) -> bool:
@@ -78,8 +80,8 @@ def node_name(key: PlanKey) -> str:
     return f"{key.framework}@{key.device}"
 
 
-def advance(key: PlanKey, edge: ConverterSpec) -> PlanKey:
-    """The PlanKey of the result of taking ``edge`` from ``key``."""
+def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
+    """The PlanKey of the result of taking ``edge`` from ``key`` towards device ``goal``."""
     if edge.zero_copy:
         layout, aligned, readonly = key.layout, key.aligned, key.readonly
         if edge.aligned_result is not None:
@@ -88,25 +90,32 @@ def advance(key: PlanKey, edge: ConverterSpec) -> PlanKey:
         layout, aligned, readonly = "C", edge.aligned_result is not False, False
     if edge.readonly_result is not None:
         readonly = edge.readonly_result
+    device = key.device
+    if edge.to_device is not None:  # a move lands on the goal's index when it goes there
+        device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
     return PlanKey(
-        edge.target, edge.to_device or key.device, key.dtype, layout, readonly, aligned,
+        edge.target, device, key.dtype, layout, readonly, aligned,
         key.flags & edge.keeps_flags, key.copy,
     )  # fmt: skip
 
 
 class Search:
-    """The outcome of one search: the edges of the best path, or every refusal met."""
+    """The outcome of one search: the steps of the best path, or every refusal met."""
 
-    __slots__ = ("found", "path", "path_aligned", "refused", "refused_aligned")
+    __slots__ = ("flags", "found", "path", "path_aligned", "refused", "refused_aligned")
 
     def __init__(self) -> None:
-        self.path: list[tuple[PlanKey, ConverterSpec]] = []
+        #: (node before, edge, node after) for each step of the best path.
+        self.path: list[tuple[PlanKey, ConverterSpec, PlanKey]] = []
         self.found = False
+        #: Every refusal met, ranked: edges into the target first, nearest the source first.
         self.refused: list[RefusedEdge] = []
         #: An edge of the path needs the start's alignment (the other one has another route).
         self.path_aligned = True
         #: An edge was refused over alignment (the other one might have another route).
         self.refused_aligned = True
+        #: Global flags a verdict of this search turned on (they join the plan key).
+        self.flags: tuple[GlobalFlag, ...] = ()
 
 
 class Graph:
@@ -125,11 +134,15 @@ class Graph:
         device: str,
         excluded: frozenset[tuple[str, str]] = frozenset(),
     ) -> Search:
-        """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``."""
+        """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
+
+        ``device`` is a device string with its index ("cuda:1"); edges declare kinds.
+        """
         want_copy = start.copy is True
         zero_only = start.copy is False
         out = Search()
         refusals: dict[tuple[int, str], tuple[tuple[bool, bool, float], ConverterSpec]] = {}
+        flags: dict[GlobalFlag, None] = {}
         tie = itertools.count()
         best: dict[tuple[PlanKey, bool], tuple[float, ...]] = {(start, False): (0, 0, 0.0)}
         back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
@@ -142,23 +155,30 @@ class Graph:
                 node: tuple[PlanKey, bool] = (key, copied)
                 while node in back:
                     prev, edge = back[node]
-                    out.path.append((prev[0], edge))
+                    out.path.append((prev[0], edge, node[0]))
                     node = prev
                 out.path.reverse()
                 out.found = True
                 break
+            kind = device_kind(key.device)
             for edge in self.by_source.get(key.framework, ()):
-                if key.device not in edge.devices or (zero_only and not edge.zero_copy):
+                if kind not in edge.devices or (zero_only and not edge.zero_copy):
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
                     continue
+                nxt_key = advance(key, edge, device)
+                if edge.to_device is not None and nxt_key.device == key.device:
+                    continue  # a move to where the array already is
                 reason = edge.accepts(key)
+                flag = reads_flag(edge.accepts, key.dtype)
+                if flag is not None:
+                    flags[flag] = None
                 if reason is not None:
                     if (id(edge), reason) not in refusals:  # messages are built at the end
                         rank = (edge.target != target, reason.startswith(VARIANT), cost[1])
                         refusals[id(edge), reason] = (rank, edge)
                     continue
-                nxt = (advance(key, edge), copied or not edge.zero_copy)
+                nxt = (nxt_key, copied or not edge.zero_copy)
                 ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
                 if nxt not in best or ncost < best[nxt]:
                     best[nxt] = ncost
@@ -169,11 +189,12 @@ class Graph:
         ranked = sorted(
             (rank, i, edge, why) for i, ((_, why), (rank, edge)) in enumerate(refusals.items())
         )
-        out.refused = [RefusedEdge((e.name, e.plugin, e.edge, why)) for _, _, e, why in ranked]
+        out.refused = [RefusedEdge(e.name, e.plugin, e.edge, why) for _, _, e, why in ranked]
         # Would the other 64-byte alignment of the start change the outcome? Surely if an
         # edge of the path turns on it; perhaps if a refusal did.
-        out.path_aligned = any(reads_alignment(e.accepts, None) for _, e in out.path)
+        out.path_aligned = any(reads_alignment(e.accepts, None) for _, e, _ in out.path)
         out.refused_aligned = any(reads_alignment(e.accepts, why) for _, _, e, why in ranked)
+        out.flags = tuple(flags)
         return out
 
 
@@ -182,18 +203,17 @@ def make_route(
     source: PlanKey,
     target: str,
     device: str,
-    path: Sequence[tuple[PlanKey, ConverterSpec]],
+    path: Sequence[tuple[PlanKey, ConverterSpec, PlanKey]],
     refused: Sequence[RefusedEdge] = (),
 ) -> Route:
     """Describe a found path as a Route."""
     steps = tuple(
-        Step(e.name, e.plugin, node_name(k), f"{e.target}@{e.to_device or k.device}",
-             e.zero_copy, e.note)
-        for k, e in path
-    )  # fmt: skip
+        Step(e.name, e.plugin, node_name(k), node_name(after), e.zero_copy, e.note)
+        for k, e, after in path
+    )
     copies = sum(not s.zero_copy for s in steps)
     # "Why not zero-copy": edges from a framework the route passed through into the target.
-    why_edges = {f"{k.framework}->{target}" for k, _ in path}
+    why_edges = {f"{k.framework}->{target}" for k, _, _ in path}
     notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
     return Route(
         source=node_name(source),
@@ -201,14 +221,26 @@ def make_route(
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,
-        refused=tuple(r for r in refused if r[2] in why_edges and not r[3].startswith(VARIANT))
+        refused=tuple(
+            r for r in refused if r.edge in why_edges and not r.reason.startswith(VARIANT)
+        )
         if copies
         else (),
         notes=notes,
+        refusals=tuple(refused),
     )
 
 
 Runner = Callable[[Any], Any]
+
+
+class StepFailed(Exception):
+    """Raised by a multi-step runner: step ``index`` failed with ``error``."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(index, error)
+        self.index = index
+        self.error = error
 
 
 class Plan(NamedTuple):
@@ -219,22 +251,37 @@ class Plan(NamedTuple):
     edges: tuple[ConverterSpec, ...]
     #: Does the array's 64-byte alignment change the route: "yes", "no" or "maybe".
     by_alignment: str = "maybe"
+    #: Global flags the route turns on: their values join the plan key.
+    flags: tuple[GlobalFlag, ...] = ()
 
     @property
     def run(self) -> Runner:
-        """The fastest callable performing the route (the single function when one step)."""
+        """The fastest callable performing the route (the single function when one step).
+
+        A one-step runner raises what its converter raises; a longer one raises
+        :class:`StepFailed` naming the step, so no step is ever run twice to find out.
+        """
         if not self.funcs:
             return _identity
         if len(self.funcs) == 1:
             return self.funcs[0]
-        funcs = self.funcs
+        funcs = tuple(enumerate(self.funcs))
 
         def run(x: Any) -> Any:
-            for f in funcs:
-                x = f(x)
+            for i, f in funcs:
+                try:
+                    x = f(x)
+                except Exception as exc:
+                    raise StepFailed(i, exc) from exc
             return x
 
         return run
+
+    def failed_step(self, exc: Exception) -> tuple[ConverterSpec, Exception]:
+        """The edge whose step raised ``exc`` (as raised by :attr:`run`), and its error."""
+        if isinstance(exc, StepFailed):
+            return self.edges[exc.index], exc.error
+        return self.edges[0], exc
 
 
 def _identity(x: Any) -> Any:

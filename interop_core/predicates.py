@@ -32,7 +32,21 @@ _FLAG_ADVICE = {
 
 _UNALIGNED = f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)"
 
-_X64 = frozenset({"int64", "uint64", "float64", "complex128"})
+
+@dataclass(frozen=True)
+class GlobalFlag:
+    """A process-wide switch of a consumer that must be on for some dtypes.
+
+    JAX's ``jax_enable_x64`` is the model: without it JAX narrows 64-bit inputs. The plan
+    cache keys a request by ``read()`` only when its dtype is in ``dtypes``, so the flag
+    costs nothing on routes that do not depend on it.
+    """
+
+    #: The flag's current value (True: the dtypes are accepted).
+    read: Callable[[], bool]
+    dtypes: frozenset[str]
+    #: The refusal, with ``{dtype}`` filled in: what is off and how to turn it on.
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -56,8 +70,8 @@ class Needs:
     #: Flags refused (see OPAQUE_FLAGS) and flags that must all be present.
     no_flags: frozenset[str] = OPAQUE_FLAGS | {"requires_grad"}
     flags: frozenset[str] = frozenset()
-    #: The consumer is JAX: 64-bit dtypes need jax_enable_x64 (read through ``x64``).
-    x64: Callable[[], bool] | None = None
+    #: A global flag that must be on for some dtypes (JAX's x64), see :class:`GlobalFlag`.
+    flag: GlobalFlag | None = None
     #: An extra condition: returns a reason to refuse, or None.
     extra: Callable[[PlanKey], str | None] | None = None
 
@@ -71,11 +85,9 @@ class Needs:
             return f"{VARIANT} arrays with {', '.join(sorted(missing))}"
         if key.dtype in self.no_dtypes:
             return self.dtype_reason or f"cannot take dtype {key.dtype}"
-        if self.x64 is not None and key.dtype in _X64 and not self.x64():
-            return (
-                f"jax_enable_x64 is off, so JAX would silently narrow {key.dtype} to 32 bits; "
-                "enable it (jax.config.update('jax_enable_x64', True)) or cast first"
-            )
+        flag = self.flag
+        if flag is not None and key.dtype in flag.dtypes and not flag.read():
+            return flag.reason.format(dtype=key.dtype)
         if key.flags:
             for flag in sorted(key.flags & self.no_flags):
                 return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
@@ -93,6 +105,12 @@ class Needs:
         if self.extra is not None:
             return self.extra(key)
         return None
+
+
+def reads_flag(accepts: Callable[[PlanKey], str | None], dtype: str) -> GlobalFlag | None:
+    """The global flag the verdict of ``accepts`` on a ``dtype`` array turns on, if any."""
+    flag = accepts.flag if isinstance(accepts, Needs) else None
+    return flag if flag is not None and dtype in flag.dtypes else None
 
 
 def reads_alignment(accepts: Callable[[PlanKey], str | None], reason: str | None) -> bool:

@@ -2,7 +2,7 @@
 
 A :class:`Registry` owns a plugin manager. Building it calls the declaration hooks once
 per plugin (so a failure is pinned on its plugin), stamps each spec with its plugin,
-validates names and edges, and publishes an immutable-by-convention :class:`_State`
+validates names and edges, and publishes an immutable-by-convention :class:`State`
 snapshot. Every register/unregister builds a new snapshot, so plans are rebuilt; a call
 in flight keeps the snapshot it started with.
 """
@@ -13,32 +13,28 @@ import importlib.util
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from .detect import Detector
+from .detect import Detector, unresolved_types
 from .errors import (
     FrameworkNotInstalledError,
     PluginError,
     UnknownFrameworkError,
 )
 from .manager import InteropPluginManager, PluginWarning
+from .plancache import PlanCache
 from .planner import Graph
-from .specs import ConverterSpec, FrameworkSpec
-
-Runner = Callable[[Any], Any]
-#: (key function, plans by key) for one (source type, target, device, copy) request.
-FastEntry = tuple[Callable[[Any], Hashable], dict[Hashable, Runner]]
-PlanSlot = tuple[Callable[[Any], Hashable], dict[Hashable, Runner], bool]
+from .specs import ConverterSpec, FrameworkSpec, KnownFramework
 
 
-class _State:
+class State:
     """One consistent build of the registry; replaced wholesale on every change."""
 
     __slots__ = (
-        "declared", "detect", "fast", "frameworks", "generation", "graph", "installed", "loaded",
-        "names", "plans",
+        "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
+        "known", "names",
     )  # fmt: skip
 
     def __init__(
@@ -47,26 +43,24 @@ class _State:
         frameworks: dict[str, FrameworkSpec],
         names: dict[str, str],
         graph: Graph,
-        detect: Detector,
         installed: dict[str, bool],
         declared: int,
+        known: dict[str, KnownFramework],
     ) -> None:
         self.generation = generation
         self.frameworks = frameworks
         self.names = names
         self.graph = graph
-        self.detect = detect
-        #: (type(obj), target as given, device as given, copy) -> FastEntry: the warm path.
-        self.fast: dict[tuple[Any, ...], FastEntry] = {}
-        #: (type(obj), target name, device as given, copy) -> (key function, runners by key,
-        #: keyed by alignment?); shared by fast entries naming the target differently.
-        self.plans: dict[tuple[Any, ...], PlanSlot] = {}
+        self.detect = Detector(frameworks.values())
         #: Framework name -> importable (checked once per build, without importing).
         self.installed = installed
         #: Valid converters declared, usable or not (the graph holds the usable ones).
         self.declared = declared
-        #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
-        self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
+        #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
+        self.known = known
+        self.cache = PlanCache()
+        #: The warm path's table, read on every call (the cache's own dict).
+        self.fast = self.cache.fast
 
 
 class Registry:
@@ -125,10 +119,15 @@ class Registry:
             except Exception as exc:
                 self._fail(name, f"{hook}() raised {type(exc).__name__}: {exc}", strict)
                 continue
-            expected = FrameworkSpec if hook == "interop_frameworks" else ConverterSpec
+            expected: tuple[type, ...] = (
+                (FrameworkSpec, KnownFramework)
+                if hook == "interop_frameworks"
+                else (ConverterSpec,)
+            )
             bad = [s for s in specs if not isinstance(s, expected)]
             if bad:
-                self._fail(name, f"{hook}() returned {bad[0]!r}, not a {expected.__name__}", strict)
+                wanted = " or ".join(t.__name__ for t in expected)
+                self._fail(name, f"{hook}() returned {bad[0]!r}, not a {wanted}", strict)
                 continue
             results.extend((name, replace(s, plugin=name)) for s in specs)
         return results
@@ -138,7 +137,7 @@ class Registry:
             raise PluginError(f"Plugin {plugin!r} is invalid: {reason}")
         self.pm.drop(plugin, self.pm.distribution_of(plugin) or "registered at run time", reason)
 
-    def _build(self, strict: str | None = None) -> _State:
+    def _build(self, strict: str | None = None) -> State:
         """Gather, stamp and validate the specs into a new state.
 
         ``strict`` names a plugin being registered now: its faults raise PluginError instead
@@ -148,7 +147,16 @@ class Registry:
             generation = self.pm.generation
             frameworks: dict[str, FrameworkSpec] = {}
             names: dict[str, str] = {}
+            known: dict[str, KnownFramework] = {}
             for plugin, spec in self._collect("interop_frameworks", strict):
+                if isinstance(spec, KnownFramework):
+                    known.update((a.lower(), spec) for a in (spec.name, *spec.aliases))
+                    continue
+                missing = unresolved_types(spec)
+                if missing:
+                    self._fail(plugin, f"array type {missing[0]!r} of framework {spec.name!r} "
+                               f"does not exist in the imported module", strict)  # fmt: skip
+                    break
                 for alias in (spec.name, *spec.aliases):
                     owner = names.get(alias.lower())
                     if owner is not None:
@@ -164,16 +172,16 @@ class Registry:
                 continue  # a plugin was dropped: gather again without it
             edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
             if generation == self.pm.generation:
-                installed = {
-                    name: importable(spec.import_name) for name, spec in frameworks.items()
+                installed = {  # protocols (no module) need nothing installed
+                    name: not spec.import_name or importable(spec.import_name)
+                    for name, spec in frameworks.items()
                 }
                 # Routes never pass through a framework that is not installed (its predicates
                 # and converters would import it).
                 usable = [e for e in edges if installed[e.source] and installed[e.target]]
-                return _State(
-                    generation, frameworks, names, Graph(usable), Detector(frameworks.values()),
-                    installed, len(edges),
-                )  # fmt: skip
+                return State(
+                    generation, frameworks, names, Graph(usable), installed, len(edges), known
+                )
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
@@ -210,29 +218,50 @@ class Registry:
 
     # -- names ---------------------------------------------------------------------
 
-    def resolve(self, target: Any, state: _State | None = None) -> FrameworkSpec:
+    def resolve(self, target: Any, state: State | None = None) -> FrameworkSpec:
         """The spec a target names: a name or alias (any case) or a framework module."""
         st = state or self.state
         if isinstance(target, str):
             name = st.names.get(target.lower())
             if name is None:
-                raise UnknownFrameworkError(target, st.names)
+                raise self._unknown(target, st)
         elif type(target).__name__ == "module":
             top = target.__name__.partition(".")[0]
-            found = [s.name for s in st.frameworks.values() if s.import_name == top]
+            found = [s.name for s in st.frameworks.values() if s.import_name == top and s.target]
             if not found:
-                raise UnknownFrameworkError(target.__name__, st.names)
+                raise self._unknown(target.__name__, st)
             name = found[0]
         else:
             raise UnknownFrameworkError(repr(target), st.names)
         spec = st.frameworks[name]
+        if not spec.target:
+            raise UnknownFrameworkError(
+                target,
+                [n for n, f in st.names.items() if st.frameworks[f].target],
+                f"{spec.name!r} is a source protocol, not a framework to convert to.",
+            )
         if not self.installed(spec, st):
             raise FrameworkNotInstalledError(
                 spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
             )
         return spec
 
-    def installed(self, spec: FrameworkSpec, state: _State | None = None) -> bool:
+    @staticmethod
+    def _unknown(name: str, st: State) -> Exception:
+        """FrameworkNotInstalledError for a framework known by name only, else Unknown..."""
+        known = st.known.get(name.lower())
+        targets = [n for n, f in st.names.items() if st.frameworks[f].target]
+        if known is None:
+            return UnknownFrameworkError(name, targets)
+        if importable(known.module or known.name):
+            return UnknownFrameworkError(
+                name, targets,
+                f"{known.name} is installed, but no installed interop_core plugin converts its "
+                f"arrays yet ({known.plugin!r} knows it by name only).",
+            )  # fmt: skip
+        return FrameworkNotInstalledError(known.name, known.install_hint)
+
+    def installed(self, spec: FrameworkSpec, state: State | None = None) -> bool:
         """Whether the framework can be imported (checked when the registry was built)."""
         return (state or self.state).installed.get(spec.name, False)
 

@@ -1,18 +1,18 @@
 """Planning and running the route for one array: the slow path behind ``to()``.
 
-The slow path describes the array, plans its route, binds the converters, stores the
-runner in the plan cache (keyed only by what predicates read) and runs the steps one by
-one, so that a step failing with BufferError/NotImplementedError can be excluded and the
-route re-planned once (rule 6). The warm path in :mod:`interop_core.api` only looks the
-runner up again.
+A :class:`Request` records what is asked (the source array's description, the target,
+the device with its index, copy, options). The router plans its route, binds the
+converters, stores the runner in the plan cache and runs it. A step that fails is never
+run again in the same call: BufferError/NotImplementedError exclude its converter for that
+request until the registry changes (one warning) and the route is re-planned; any other
+exception becomes a ConversionError naming the converter and its plugin.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import (
     ConversionError,
@@ -23,11 +23,42 @@ from .errors import (
     RefusedEdge,
 )
 from .manager import PluginWarning
-from .planner import Plan, Route, make_route
-from .registry import Registry, Runner, _State
-from .specs import ConverterSpec, Device, FrameworkSpec, TensorInfo
+from .plancache import FastKey, RouteKey, StalePlan
+from .planner import Plan, Route, Search, make_route
+from .registry import State
+from .specs import ConverterSpec, Device, FrameworkSpec, PlanKey, TensorInfo
 
-Excluded = frozenset[tuple[str, str]]
+
+class Request(NamedTuple):
+    """One conversion asked of the router."""
+
+    #: The source array's description (the start node).
+    info: TensorInfo
+    source: FrameworkSpec
+    target: FrameworkSpec
+    #: The goal device with its index (the source's device when None was asked).
+    device: Device
+    copy: bool | None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def start(self) -> PlanKey:
+        """The node the route starts from."""
+        return self.info.plan_key(self.copy)
+
+    @property
+    def route_key(self) -> RouteKey:
+        """What the route depends on: the start node, the target and the goal device."""
+        return (self.start, self.target.name, str(self.device))
+
+    def what(self) -> str:
+        """The request in words, for messages."""
+        info = self.info
+        shape = "x".join(map(str, info.shape)) or "0-d"
+        return (
+            f"from {info.framework} {info.dtype} {shape} ({info.layout} layout) on "
+            f"{info.device} to {self.target.name} on {self.device}"
+        )
 
 
 def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
@@ -43,75 +74,65 @@ def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
         ) from exc
 
 
-def _what(info: TensorInfo, target: str, device: Device) -> str:
-    shape = "x".join(map(str, info.shape)) or "0-d"
-    return (
-        f"from {info.framework} {info.dtype} {shape} ({info.layout} layout) on {info.device} "
-        f"to {target} on {device}"
-    )
-
-
-def find_route(
-    st: _State,
-    info: TensorInfo,
-    target: FrameworkSpec,
-    device: Device,
+def request(
+    obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
     copy: bool | None,
-    excluded: Excluded = frozenset(),
-) -> tuple[Route, tuple[ConverterSpec, ...], str]:
-    """The cheapest route for ``info``, its edges, and whether the array's alignment changes
-    it ("yes", "no", "maybe"); raises when there is none."""
+) -> Request:  # fmt: skip
+    """Describe ``obj`` and record what is asked of it."""
+    info = describe(source, obj)
+    return Request(info, source, target, device or info.device, copy)
+
+
+def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
+    """The refusals that decided the outcome: those of edges into the target, if any."""
+    into = [r for r in refused if r.edge.endswith(f"->{target}")]
+    return into or refused
+
+
+def find_route(st: State, req: Request) -> tuple[Route, Search]:
+    """The cheapest route for ``req`` and the search that found it; raises when there is none."""
+    info, target = req.info, req.target
     if info.dtype not in target.dtypes and info.framework != target.name:
-        reason = RefusedEdge(("(dtype check)", target.plugin, f"*->{target.name}",
-                              f"{target.name} has no dtype {info.dtype}"))  # fmt: skip
+        reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
+                             f"{target.name} has no dtype {info.dtype}")  # fmt: skip
         raise NoRouteError(
-            _what(info, target.name, device), [reason],
-            f"Cast the array to a dtype {target.name} can hold.",
-        )  # fmt: skip
-    key = info.plan_key(copy)
-    found = st.graph.search(key, target.name, device.kind, excluded)
+            req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
+        )
+    start, goal = req.start, str(req.device)
+    excluded = st.cache.excluded.get(req.route_key, frozenset())
+    found = st.graph.search(start, target.name, goal, excluded)
     if not found.found:
-        what = _what(info, target.name, device)
-        if copy is False and st.graph.search(key._replace(copy=None), target.name,
-                                             device.kind, excluded).found:  # fmt: skip
-            raise CopyRequiredError(what, found.refused)
+        relevant = _relevant(found.refused, target.name)
+        if (
+            req.copy is False
+            and st.graph.search(start._replace(copy=None), target.name, goal, excluded).found
+        ):
+            raise CopyRequiredError(req.what(), found.refused, relevant)
         advice = ""
-        if device.kind != info.device.kind:
+        if req.device != info.device:
             advice = (
-                f"No plugin moves {info.framework} arrays from {info.device.kind} to {device.kind}."
+                f"No installed plugin moves {info.framework} arrays from {info.device} to {goal}."
             )
-        raise NoRouteError(what, found.refused, advice)
-    edges = tuple(e for _, e in found.path)
-    route = make_route(info, key, target.name, device.kind, found.path, found.refused)
+        raise NoRouteError(req.what(), found.refused, advice, relevant)
+    route = make_route(info, start, target.name, goal, found.path, found.refused)
+    return route, found
+
+
+def plan(st: State, req: Request) -> Plan:
+    """The cheapest route for ``req``, bound to its functions; raises when there is none."""
+    route, found = find_route(st, req)
+    edges = tuple(e for _, e, _ in found.path)
+    funcs = tuple(
+        functools.partial(st.cache.load(e, _load), device=Device.parse(after.device))
+        if e.to_device
+        else st.cache.load(e, _load)
+        for _, e, after in found.path
+    )
     by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
-    return route, edges, by_alignment
+    return Plan(route, funcs, edges, by_alignment, found.flags)
 
 
-def plan(
-    st: _State,
-    info: TensorInfo,
-    target: FrameworkSpec,
-    device: Device,
-    copy: bool | None,
-    excluded: Excluded = frozenset(),
-) -> Plan:
-    """The cheapest route for ``info``, bound to its functions; raises when there is none."""
-    route, edges, by_alignment = find_route(st, info, target, device, copy, excluded)
-    return Plan(route, bind(st, edges, device), edges, by_alignment)
-
-
-def bind(st: _State, edges: tuple[ConverterSpec, ...], device: Device) -> tuple[Runner, ...]:
-    """The conversion functions of ``edges`` (each loaded once per registry state)."""
-    funcs = []
-    for edge in edges:
-        func = st.loaded.get(edge)
-        if func is None:
-            func = st.loaded[edge] = _load(edge)
-        funcs.append(functools.partial(func, device=device) if edge.to_device else func)
-    return tuple(funcs)
-
-
-def _load(edge: ConverterSpec) -> Callable[..., Any]:
+def _load(edge: ConverterSpec) -> Any:
     try:
         return edge.load()
     except ImportError as exc:
@@ -125,69 +146,82 @@ def _load(edge: ConverterSpec) -> Callable[..., Any]:
         ) from exc
 
 
-def explain_array(
-    reg: Registry, obj: Any, spec: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+def explain_object(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
     copy: bool | None,
 ) -> Route:  # fmt: skip
-    """The Route ``to()`` would take, without converting."""
-    info = describe(spec, obj)
-    return find_route(reg.state, info, target, device or info.device, copy)[0]
+    """The Route ``to()`` would take for ``obj``, without converting."""
+    return find_route(st, request(obj, source, target, device, copy))[0]
 
 
-def convert_array(
-    reg: Registry,
-    obj: Any,
-    spec: FrameworkSpec,
-    target: FrameworkSpec,
-    device: Device | None,
-    copy: bool | None,
-    fast_key: tuple[Any, ...] | None,
-) -> Any:
-    """Plan (or look up) the route for ``obj``, cache its runner, and run it step by step.
+def convert(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, fast_key: FastKey | None,
+) -> Any:  # fmt: skip
+    """Plan the route for ``obj``, cache its runner, and run it.
 
     ``fast_key`` is the warm-path key (type, target, device, copy) as the user gave them,
     or None when they are not hashable (nothing is cached then).
     """
-    st = reg.state
-    info = describe(spec, obj)
-    dev = device or info.device
-    the_plan = plan(st, info, target, dev, copy)
+    req = request(obj, source, target, device, copy)
+    the_plan = plan(st, req)
     if fast_key is not None:
-        _cache(st, obj, info, spec, target, dev, copy, the_plan, fast_key)
-    return _execute(
-        the_plan, obj, info, retry=lambda edge: _retry(st, obj, info, target, dev, copy, edge)
-    )
+        _store(st, obj, req, the_plan, fast_key)
+    return run(st, req, obj, the_plan, fast_key)
 
 
-def _retry(
-    st: _State, obj: Any, info: TensorInfo, target: FrameworkSpec, device: Device,
-    copy: bool | None, failed: ConverterSpec,
-) -> Any:  # fmt: skip
-    again = plan(st, info, target, device, copy, frozenset({(failed.plugin, failed.name)}))
-    return _execute(again, obj, info, retry=None)
+def run(st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None) -> Any:
+    """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
+    try:
+        return the_plan.run(obj)
+    except Exception as exc:
+        return recover(st, req, obj, the_plan, exc, fast_key)
 
 
-def _execute(
-    the_plan: Plan, obj: Any, info: TensorInfo, retry: Callable[[ConverterSpec], Any] | None
+def recover(
+    st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception, fast_key: FastKey | None
 ) -> Any:
-    x = obj
-    for func, edge in zip(the_plan.funcs, the_plan.edges, strict=True):
-        try:
-            x = func(x)
-        except InteropError:
-            raise
-        except (BufferError, NotImplementedError) as exc:
-            if retry is None:
-                raise ConversionError(
-                    _failure(edge, info, exc) + " Re-planning found no other route."
-                ) from exc
-            warnings.warn(
-                _failure(edge, info, exc) + " Re-planning without it.", PluginWarning, stacklevel=5
-            )
-            return retry(edge)
-        except Exception as exc:
-            raise ConversionError(_failure(edge, info, exc)) from exc
-    return x
+    """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
+
+    BufferError/NotImplementedError: the converter is excluded for this request until the
+    registry changes (warned once) and the route re-planned; an InteropError raised on
+    purpose by a converter passes through; anything else is a ConversionError.
+    """
+    edge, error = the_plan.failed_step(exc)
+    if isinstance(error, InteropError):
+        raise error
+    if not isinstance(error, (BufferError, NotImplementedError)):
+        raise ConversionError(_failure(edge, req.info, error)) from error
+    if st.cache.exclude(req.route_key, edge):
+        warnings.warn(
+            _failure(edge, req.info, error) + " It is left out of this route from now on.",
+            PluginWarning,
+            stacklevel=5,
+        )
+    try:
+        again = plan(st, req)
+    except InteropError as no_route:
+        raise ConversionError(
+            _failure(edge, req.info, error) + f" Without it there is no route: {no_route}"
+        ) from error
+    if fast_key is not None:
+        _store(st, obj, req, again, fast_key)
+    return run(st, req, obj, again, fast_key)
+
+
+def warm_failure(
+    st: State, obj: Any, target: FrameworkSpec, device: Device | None, copy: bool | None,
+    fast_key: FastKey, exc: Exception,
+) -> Any:  # fmt: skip
+    """A cached runner raised ``exc``: handle it without running the failed step again."""
+    source = st.detect(obj)
+    if source is None:  # cached, so detected before: cannot happen
+        raise exc
+    the_plan = st.cache.cached_plan(obj, target.name, fast_key)
+    if the_plan is None or isinstance(exc, StalePlan):
+        # A global flag changed since planning (or the entry is gone): plan afresh.
+        return convert(st, obj, source, target, device, copy, fast_key)
+    return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc, fast_key)
 
 
 def _failure(edge: ConverterSpec, info: TensorInfo, exc: BaseException) -> str:
@@ -197,40 +231,20 @@ def _failure(edge: ConverterSpec, info: TensorInfo, exc: BaseException) -> str:
     )
 
 
-def _cache(
-    st: _State, obj: Any, info: TensorInfo, spec: FrameworkSpec, target: FrameworkSpec,
-    device: Device, copy: bool | None, the_plan: Plan, fast_key: tuple[Any, ...],
-) -> None:  # fmt: skip
-    """Store the runner under the key predicates read, and the warm-path entry for it."""
-    # Alignment costs too much to read on every call: read it only for requests whose route
-    # depends on it. The search knows when it does, and when it might: then plan the other.
-    by_alignment = spec.aligned_key is not None and the_plan.by_alignment == "yes"
-    if spec.aligned_key is not None and the_plan.by_alignment == "maybe":
-        flipped = info._replace(aligned=not info.aligned)
+def _store(st: State, obj: Any, req: Request, the_plan: Plan, fast_key: FastKey) -> None:
+    """Cache the runner under the key the route's predicates read."""
+    # Alignment costs too much to read on every call: key by it only when the route turns
+    # on it. The search knows when it does, and when it might: then plan the other.
+    by_alignment = the_plan.by_alignment == "yes"
+    if the_plan.by_alignment == "maybe" and req.source.aligned_key is not None:
+        flipped = req._replace(info=req.info._replace(aligned=not req.info.aligned))
         try:
-            by_alignment = find_route(st, flipped, target, device, copy)[1] != the_plan.edges
+            by_alignment = plan_edges(st, flipped) != the_plan.edges
         except InteropError:
             by_alignment = True  # that alignment has no route at all
-    # Keyed by the device as asked (None: "stay"), so arrays on several devices share it.
-    slot = (type(obj), target.name, fast_key[2], copy)
-    entry = st.plans.get(slot)
-    if entry is None or (by_alignment and not entry[2]):  # once by alignment, always
-        keyfn = spec.aligned_key if by_alignment and spec.aligned_key else spec.key
-        if target.state is not None:  # the target's global state (JAX's x64) joins the key
-            keyfn = _with_state(keyfn, target.state)
-        entry = st.plans[slot] = (keyfn, {}, by_alignment)
-    keyfn, runners, _ = entry
-    try:
-        runners[keyfn(obj)] = the_plan.run
-        st.fast[fast_key] = (keyfn, runners)
-    except Exception:  # an unhashable or unreadable key: this object stays on the slow path
-        pass
+    st.cache.store(obj, req.source, req.target.name, fast_key, the_plan, by_alignment)
 
 
-def _with_state(
-    key: Callable[[Any], Hashable], state: Callable[[], Hashable]
-) -> Callable[[Any], Hashable]:
-    def keyfn(x: Any) -> Hashable:
-        return (key(x), state())
-
-    return keyfn
+def plan_edges(st: State, req: Request) -> tuple[ConverterSpec, ...]:
+    """The edges of the route ``req`` would take (nothing is loaded)."""
+    return tuple(e for _, e, _ in find_route(st, req)[1].path)

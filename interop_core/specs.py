@@ -14,9 +14,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-#: Layout classes, from the most to the least compact.
-LAYOUTS = ("C", "F", "strided", "negative", "broadcast")
-
 #: Canonical dtype names shared by every plugin (framework dtypes map onto these).
 DTYPES = (
     "bool",
@@ -62,6 +59,11 @@ class Device:
 CPU = Device()
 
 
+def device_kind(device: str) -> str:
+    """The kind of a device string: "cuda" for "cuda:1"."""
+    return device.partition(":")[0]
+
+
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Row-major strides of ``shape`` in bytes (size-0 dims count as 1, as numpy does)."""
     strides, acc = [], itemsize
@@ -103,6 +105,7 @@ class PlanKey(NamedTuple):
     """
 
     framework: str
+    #: The device with its index, as ``str(Device)``: "cpu", "cuda:1".
     device: str
     dtype: str
     layout: str
@@ -119,7 +122,6 @@ class TensorInfo(NamedTuple):
     dtype: str
     device: Device
     shape: tuple[int, ...]
-    strides: tuple[int, ...] | None
     layout: str
     readonly: bool
     aligned: bool
@@ -142,7 +144,7 @@ class TensorInfo(NamedTuple):
         """The fields a predicate may read, with the user's copy request."""
         return PlanKey(
             self.framework,
-            self.device.kind,
+            str(self.device),
             self.dtype,
             self.layout,
             self.readonly,
@@ -158,10 +160,13 @@ def _accept_all(key: PlanKey) -> str | None:
 
 @dataclass(frozen=True)
 class FrameworkSpec:
-    """A framework a plugin teaches the core about.
+    """A framework (or an array protocol) a plugin teaches the core about.
 
     Detection looks only in ``sys.modules``: ``array_types`` are dotted paths resolved
     from already-imported modules, so the core never imports a framework to find out.
+    A spec with ``claims`` instead owns objects of any type that pass that check (an
+    array protocol such as ``__dlpack__``); those are consulted only when no
+    ``array_types`` match, in registration order.
     """
 
     name: str
@@ -169,14 +174,16 @@ class FrameworkSpec:
     array_types: tuple[str, ...]
     #: Full description of an array of this framework (slow path, explain, tests).
     describe: Callable[[Any], TensorInfo]
-    #: Cheap hashable that determines every PlanKey field except ``aligned`` (warm path).
+    #: Cheap hashable that determines every PlanKey field except ``aligned``, the device
+    #: index included (warm path).
     key: Callable[[Any], Hashable]
     #: Address of the first element (memory-sharing checks, doctor).
     data_ptr: Callable[[Any], int]
-    #: Build an example array from a nested list and a canonical dtype (doctor, tests).
-    example: Callable[[Any, str], Any]
     #: Canonical dtype names this framework can hold.
     dtypes: frozenset[str]
+    #: Build an example array from a nested list and a canonical dtype (doctor, the
+    #: conformance kit); None for source-only protocols.
+    example: Callable[[Any, str], Any] | None = None
     aliases: tuple[str, ...] = ()
     #: Distribution name for version lookup and the install hint.
     distribution: str = ""
@@ -184,18 +191,47 @@ class FrameworkSpec:
     #: ``key`` plus whether the data is 64-byte aligned; None when arrays always are. Used
     #: only for requests whose route depends on alignment (reading it costs ~0.1-1 µs).
     aligned_key: Callable[[Any], Hashable] | None = None
-    #: Global framework state that changes what converters accept (JAX's x64 flag).
-    state: Callable[[], Hashable] | None = None
     #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it.
     devices: Callable[[], list[str]] | None = None
-    #: Import name whose presence means "installed" (defaults to ``name``).
+    #: The framework's own device objects or strings (a torch.device, "/device:GPU:0") as a
+    #: Device; None when ``device=`` is not one of them.
+    parse_device: Callable[[Any], Device | None] | None = None
+    #: Import name whose presence means "installed" (defaults to the first array type's).
     module: str = ""
+    #: Whether ``to()`` may target it (False for source-only protocols and wrappers).
+    target: bool = True
+    #: Structural detection (array protocols): True when the spec owns ``obj``; the answer
+    #: is cached per type. ``protocol`` names what it looks for, for messages.
+    claims: Callable[[Any], bool] | None = None
+    protocol: str = ""
+    #: How users build an array of this framework from Python values (advice in errors).
+    constructor: str = ""
     plugin: str = field(default="", compare=False)
 
     @property
     def import_name(self) -> str:
-        """The top-level module that must be in sys.modules before detection looks."""
-        return self.module or self.array_types[0].partition(".")[0]
+        """The top-level module that must be in sys.modules before detection looks ("" for
+        protocols, which need no module)."""
+        if self.module or not self.array_types:
+            return self.module
+        return self.array_types[0].partition(".")[0]
+
+
+@dataclass(frozen=True)
+class KnownFramework:
+    """A framework known by name only: no installed plugin converts it yet.
+
+    Naming it as a target raises FrameworkNotInstalledError with ``install_hint`` when it
+    is not installed (instead of "unknown framework"); a real FrameworkSpec of the same
+    name takes precedence.
+    """
+
+    name: str
+    install_hint: str
+    aliases: tuple[str, ...] = ()
+    #: Import name whose presence means "installed" (defaults to ``name``).
+    module: str = ""
+    plugin: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -219,7 +255,8 @@ class ConverterSpec:
     cost: float = 1.0
     #: Device kinds the edge works on (and keeps).
     devices: frozenset[str] = frozenset({"cpu"})
-    #: For a device move: the device kind it moves to.
+    #: For a device move: the device kind it moves to (the index comes from the request).
+    #: Its function is called as ``func(x, device=Device)``.
     to_device: str | None = None
     #: Result is read-only (True), writable (False), or like the input (None).
     readonly_result: bool | None = None

@@ -1,6 +1,6 @@
 """Zero-copy exchange edges between every producer/consumer pair, table-driven.
 
-Each row uses the fastest zero-copy call the pair has (measured in ../shared/FACTS.md):
+Each row uses the fastest zero-copy call the pair has (measured on this stack):
 ``torch.from_numpy`` beats ``torch.from_dlpack``; TensorFlow consumes only legacy
 capsules; JAX imports only compact, 64-byte aligned buffers and narrows 64-bit dtypes
 without x64. Rows route around unsafe paths: torch never sees negative strides (it
@@ -18,7 +18,7 @@ from interop_core import ConverterSpec, hookimpl
 from interop_core.predicates import OPAQUE_FLAGS, Needs
 from interop_core.specs import c_strides
 
-from .jax import x64_enabled
+from .jax import X64
 from .numpy import ML_DTYPES, has_ml_dtypes
 
 Loader = Callable[[], Callable[[Any], Any]]
@@ -143,14 +143,12 @@ def _tf_to_numpy() -> Any:
 
 def _torch_via_numpy() -> Any:
     """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
-    import warnings
-
     import numpy as np
     import torch
 
+    # torch warns once per process that the view of read-only memory is writable: that
+    # warning is true, and the route's note says the same.
     from_numpy, asarray = torch.from_numpy, np.asarray
-    # torch warns once per process that the view is not writable: the route's note says so.
-    warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
 
     def convert(x: Any) -> Any:
         return from_numpy(asarray(x))
@@ -277,8 +275,8 @@ def _jax_from_numpy_bitcast() -> Any:
 _NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
 _TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
 # TF's import accepts any offset, but its kernels then abort the interpreter
-# ("Check failed: IsAligned()") on buffers not 64-byte aligned: refuse those.
-_TF_ALIGNED = True
+# ("Check failed: IsAligned()") on buffers not 64-byte aligned: every edge into TF has
+# aligned=True.
 # JAX can import F-contiguous buffers, but the array then keeps a column-major layout
 # that np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
 _JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
@@ -329,14 +327,14 @@ def rows() -> list[ConverterSpec]:
                    only_dtypes=ML, writable=True)),
         _row("numpy", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 0.9,
              Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, no_dtypes=ML,
-                   dtype_reason=_NP_EXPORT_ML, no_readonly=True, aligned=_TF_ALIGNED)),
+                   dtype_reason=_NP_EXPORT_ML, no_readonly=True, aligned=True)),
         _row("numpy", "tensorflow", "tf from_dlpack(uint16 capsule) + bitcast",
              _tf_from_numpy_bitcast, 3.0,
              Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True, aligned=_TF_ALIGNED)),
+                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True, aligned=True)),
         _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_numpy, 30.0,
              Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
-                   dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, x64=x64_enabled)),
+                   dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, flag=X64)),
         # torch ->
         *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
                      0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
@@ -346,11 +344,11 @@ def rows() -> list[ConverterSpec]:
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
                      lambda: detaching(_tf_from_torch()), 1.2,
                      Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                           no_flags=_DENSE_FLAGS, aligned=_TF_ALIGNED), devices=("cpu", "cuda")),
+                           no_flags=_DENSE_FLAGS, aligned=True), devices=("cpu", "cuda")),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
                      lambda: detaching(_jax_from_torch()),
                      36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
-                                 aligned=True, no_flags=_DENSE_FLAGS, x64=x64_enabled),
+                                 aligned=True, no_flags=_DENSE_FLAGS, flag=X64),
                      devices=("cpu", "cuda")),
         # jax ->
         _row("jax", "numpy", "np.asarray", _np_asarray, 0.7,
@@ -361,7 +359,7 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
-             Needs(no_flags=OPAQUE_FLAGS, aligned=_TF_ALIGNED), devices=("cpu", "cuda")),
+             Needs(no_flags=OPAQUE_FLAGS, aligned=True), devices=("cpu", "cuda")),
         # tensorflow ->
         _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
              Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
@@ -371,7 +369,7 @@ def rows() -> list[ConverterSpec]:
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"], devices=("cpu", "cuda")),
         _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
-             Needs(aligned=True, no_flags=OPAQUE_FLAGS, x64=x64_enabled),
+             Needs(aligned=True, no_flags=OPAQUE_FLAGS, flag=X64),
              devices=("cpu", "cuda")),
     ]  # fmt: skip
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.predicates import Needs
-from interop_core.specs import DTYPES, c_strides
+from interop_core.predicates import GlobalFlag, Needs
+from interop_core.specs import DTYPES
 
 
 def x64_enabled() -> bool:
@@ -16,8 +16,28 @@ def x64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+#: Every importer into JAX needs this flag for 64-bit dtypes; routes of other dtypes never
+#: read it (the plan cache keys only 64-bit requests by it).
+X64 = GlobalFlag(
+    read=x64_enabled,
+    dtypes=frozenset({"int64", "uint64", "float64", "complex128"}),
+    reason=(
+        "jax_enable_x64 is off, so JAX would silently narrow {dtype} to 32 bits; enable it "
+        "(jax.config.update('jax_enable_x64', True)) or cast the array first"
+    ),
+)
+
+
 def _device(d: Any) -> Device:
     return Device("cuda" if d.platform == "gpu" else d.platform, int(d.id))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A JAX device object (``jax.devices()[i]``) as a Device."""
+    platform = getattr(device, "platform", None)
+    if isinstance(platform, str) and type(device).__module__.startswith("jax"):
+        return _device(device)
+    return None
 
 
 def _is_tracer(x: Any) -> bool:
@@ -43,7 +63,6 @@ def describe(x: Any) -> TensorInfo:
         dtype=str(x.dtype),
         device=device,
         shape=shape,
-        strides=c_strides(shape, x.dtype.itemsize),
         layout="C",
         readonly=False,
         aligned=True,
@@ -123,8 +142,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
             dtypes=frozenset(DTYPES),
             distribution="jax",
             install_hint="pip install 'interop-core[jax]'",
-            state=x64_enabled,
             devices=_devices,
+            parse_device=parse_device,
+            constructor="jax.numpy.asarray",
         )
     ]
 
@@ -150,6 +170,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=lambda: _load_put("gpu"),
             zero_copy=False,
             accepts=Needs(no_flags=frozenset({"sharded", "tracer"}), extra=_gpu_reason),
+            devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
         ),
         ConverterSpec(

@@ -65,7 +65,6 @@ def describe(x: Any) -> TensorInfo:
         dtype=dtype_name(x.dtype),
         device=CPU,
         shape=tuple(x.shape),
-        strides=tuple(x.strides),
         layout=_layout(x),
         readonly=not x.flags.writeable,
         aligned=address % ALIGNMENT == 0,
@@ -150,6 +149,32 @@ def _devices() -> list[str]:
     return ["cpu"]
 
 
+# numpy scalars (np.float32(1.5), an element read out of an array) are 0-d arrays in all
+# but name: a source node of their own whose one edge makes the 0-d array.
+
+
+def describe_scalar(x: Any) -> TensorInfo:
+    """Describe a numpy scalar as the 0-d array it becomes."""
+    return TensorInfo("numpy.generic", dtype_name(x.dtype), CPU, (), "C", True, False)
+
+
+def scalar_key(x: Any) -> Any:
+    """Warm-path key: the dtype."""
+    return x.dtype
+
+
+def scalar_ptr(x: Any) -> int:
+    """A numpy scalar has no buffer of its own: each export copies it."""
+    raise TypeError("a numpy scalar has no stable data pointer")
+
+
+def scalar_to_array(x: Any) -> Any:
+    """The 0-d, 64-byte aligned array holding the scalar (its bytes copied once)."""
+    out = aligned_empty((), x.dtype)
+    out[()] = x
+    return out
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """NumPy: ndarray on the CPU; bfloat16/float8 with ml_dtypes installed."""
@@ -167,7 +192,19 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="numpy",
             install_hint="pip install 'interop-core[numpy]'",
             devices=_devices,
-        )
+            constructor="numpy.asarray",
+        ),
+        FrameworkSpec(
+            name="numpy.generic",
+            # Numbers and bools only: np.str_ and np.bytes_ are strings, not arrays.
+            array_types=("numpy.number", "numpy.bool_"),
+            describe=describe_scalar,
+            key=scalar_key,
+            data_ptr=scalar_ptr,
+            dtypes=frozenset(DTYPES),
+            distribution="numpy",
+            target=False,
+        ),
     ]
 
 
@@ -183,5 +220,13 @@ def interop_converters() -> list[ConverterSpec]:
             zero_copy=False,
             accepts=Needs(no_flags=frozenset({"masked"})),
             cost=1.0,
-        )
+        ),
+        ConverterSpec(
+            name="0-d array of a numpy scalar",
+            source="numpy.generic",
+            target="numpy",
+            load=lambda: scalar_to_array,
+            zero_copy=False,
+            cost=1.0,
+        ),
     ]

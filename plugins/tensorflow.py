@@ -7,28 +7,42 @@ from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import DTYPES, c_strides
+from interop_core.specs import DTYPES
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
 
 
+# A prototype of our own: rewriting ctypes.pythonapi's shared one would change it for
+# every other user in the process.
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+
+
 def capsule_data_ptr(capsule: Any) -> int:
     """Address of the first element of a legacy "dltensor" DLPack capsule."""
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    managed = get(capsule, b"dltensor")
+    managed = _capsule_pointer(capsule, b"dltensor")
     # DLTensor: void* data; DLDevice (8 B); int32 ndim; DLDataType (4 B); int64* shape;
     # int64* strides; uint64 byte_offset -> byte_offset sits 40 bytes in.
     data = ctypes.c_void_p.from_address(managed).value or 0
     return data + ctypes.c_uint64.from_address(managed + 40).value
 
 
-def parse_device(name: str) -> Device:
+def device_of(name: str) -> Device:
     """Device of a TF device string ("/job:localhost/.../device:CPU:0")."""
     kind, _, index = name.rpartition("device:")[2].partition(":")
     kind = kind.lower()
     return Device("cuda" if kind == "gpu" else kind or "cpu", int(index or 0))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A TensorFlow device string ("/device:GPU:1", "/job:localhost/.../device:CPU:0")."""
+    if isinstance(device, str) and "device:" in device.lower():
+        kind, _, index = device.lower().rpartition("device:")[2].partition(":")
+        if kind and (not index or index.isdigit()):
+            return Device("cuda" if kind == "gpu" else kind, int(index or 0))
+    return None
 
 
 def _symbolic(t: Any) -> bool:
@@ -42,9 +56,8 @@ def describe(t: Any) -> TensorInfo:
     return TensorInfo(
         framework="tensorflow",
         dtype=t.dtype.name,
-        device=Device() if symbolic else parse_device(t.device),
+        device=Device() if symbolic else device_of(t.device),
         shape=shape,
-        strides=c_strides(shape, t.dtype.size),
         layout="C",
         readonly=False,
         # TF's kernels require 64-byte alignment (they abort otherwise) and the router hands
@@ -79,7 +92,38 @@ def example(data: Any, dtype: str) -> Any:
 def _devices() -> list[str]:
     import tensorflow as tf
 
-    return [str(parse_device(d.name)) for d in tf.config.list_logical_devices()]
+    return [str(device_of(d.name)) for d in tf.config.list_logical_devices()]
+
+
+# A tf.Variable converts as its current value: read_value() shares the variable's buffer,
+# and TensorFlow copies that buffer on the next assign() while the value is alive (measured:
+# the value and its numpy view keep the old data, the variable moves to a new buffer).
+
+_SNAPSHOT = (
+    "a snapshot of the variable's current value, sharing its buffer: later assign() calls "
+    "do not change the result (TensorFlow copies the variable's buffer on write)"
+)
+
+
+def describe_variable(v: Any) -> TensorInfo:
+    """Describe a tf.Variable as the tensor its current value is."""
+    return describe(v.read_value())._replace(framework="tensorflow.Variable")
+
+
+def variable_key(v: Any) -> Any:
+    """Warm-path key: dtype and device string."""
+    return (v.dtype, v.device)
+
+
+def variable_ptr(v: Any) -> int:
+    """Address of the variable's current buffer."""
+    return data_ptr(v.read_value())
+
+
+def _load_read_value() -> Any:
+    import tensorflow as tf
+
+    return tf.Variable.read_value
 
 
 def _load_copy() -> Any:
@@ -109,7 +153,19 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="tensorflow",
             install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
             devices=_devices,
-        )
+            parse_device=parse_device,
+            constructor="tensorflow.constant",
+        ),
+        FrameworkSpec(
+            name="tensorflow.Variable",
+            array_types=("tensorflow.Variable",),
+            describe=describe_variable,
+            key=variable_key,
+            data_ptr=variable_ptr,
+            dtypes=frozenset(DTYPES) - _NO_INTEROP,
+            distribution="tensorflow",
+            target=False,
+        ),
     ]
 
 
@@ -126,5 +182,14 @@ def interop_converters() -> list[ConverterSpec]:
             accepts=Needs(no_flags=frozenset({"symbolic"})),
             devices=frozenset({"cpu", "cuda"}),
             cost=3.0,
-        )
+        ),
+        ConverterSpec(
+            name="Variable.read_value()",
+            source="tensorflow.Variable",
+            target="tensorflow",
+            load=_load_read_value,
+            zero_copy=True,
+            devices=frozenset({"cpu", "cuda"}),
+            note=_SNAPSHOT,
+        ),
     ]

@@ -48,16 +48,13 @@ def describe(t: Any) -> TensorInfo:
     import torch
 
     dense = t.layout == torch.strided
-    itemsize = t.element_size()
-    strides = tuple(s * itemsize for s in t.stride()) if dense else None
     shape = tuple(t.shape)
     return TensorInfo(
         framework="torch",
         dtype=dtype_name(t.dtype),
         device=Device(t.device.type, t.device.index or 0),
         shape=shape,
-        strides=strides,
-        layout=classify_layout(shape, strides, itemsize) if strides is not None else "C",
+        layout=classify_layout(shape, tuple(t.stride()), 1) if dense else "C",
         readonly=False,
         aligned=not dense or t.data_ptr() % ALIGNMENT == 0,
         flags=_flags(t),
@@ -116,6 +113,13 @@ def example(data: Any, dtype: str) -> Any:
     import torch
 
     return torch.tensor(data, dtype=torch_dtype(dtype))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A torch.device as a Device."""
+    if type(device).__module__ == "torch" and type(device).__name__ == "device":
+        return Device(device.type, device.index or 0)
+    return None
 
 
 def _devices() -> list[str]:
@@ -190,6 +194,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="torch",
             install_hint="pip install 'interop-core[torch]'",
             devices=_devices,
+            parse_device=parse_device,
+            constructor="torch.asarray",
         )
     ]
 
@@ -218,6 +224,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_to_cuda,
             zero_copy=False,
             accepts=Needs(no_flags=frozenset({"sparse", "quantized"}), extra=_cuda_reason),
+            devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
             keeps_flags=frozenset({"requires_grad"}),
         ),

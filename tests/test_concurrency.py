@@ -38,7 +38,7 @@ class Toggled:
             FrameworkSpec(
                 name="toggled",
                 array_types=(f"{__name__}.Marker",),
-                describe=lambda x: TensorInfo("toggled", "float32", CPU, (), (), "C", False, True),
+                describe=lambda x: TensorInfo("toggled", "float32", CPU, (), "C", False, True),
                 key=lambda x: 0,
                 data_ptr=lambda x: id(x),
                 example=lambda data, dtype: Marker(),

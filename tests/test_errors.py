@@ -256,7 +256,7 @@ class BoxB(BoxA):
 def box_describe(framework: str) -> Callable[[Any], TensorInfo]:
     def describe(x: Any) -> TensorInfo:
         n = len(x.values)
-        return TensorInfo(framework, "float32", CPU, (n,), (4,), "C", False, True)
+        return TensorInfo(framework, "float32", CPU, (n,), "C", False, True)
 
     return describe
 

@@ -398,17 +398,49 @@ def test_python_values_at_top_level_raise_not_an_array(obj: Any, np: Any) -> Non
 
 
 @pytest.mark.parametrize(
-    "obj", [[1, 2, 3], [[1.0, 2.0], [3.0, 4.0]], (1, 2)], ids=["list", "nested-list", "tuple"]
-)
-def test_python_lists_are_containers_passed_through(obj: Any, np: Any) -> None:
-    """DESIGN.md: lists and tuples are containers; their non-array leaves pass through."""
-    out = to(obj, "numpy")
-    assert out == obj and type(out) is type(obj)
+    "obj", [[1, 2, 3], [[1.0, 2.0], [3.0, 4.0]], (1, 2), {"a": [1.0]}, []],
+    ids=["list", "nested-list", "tuple", "dict", "empty"],
+)  # fmt: skip
+def test_containers_without_any_array_raise_not_an_array(obj: Any, np: Any, torch: Any) -> None:
+    """A call that converts nothing at all raises, saying what it found and what to do."""
+    with pytest.raises(NotAnArrayError) as info:
+        to(obj, "torch")
+    msg = str(info.value)
+    assert f"builtins.{type(obj).__name__} with no array anywhere" in msg
+    assert "torch.asarray(...)" in msg  # how to build a tensor from Python numbers
+    with pytest.raises(NotAnArrayError):
+        explain(obj, "torch")
 
 
-def test_numpy_scalar_raises_not_an_array(np: Any, torch: Any) -> None:
-    with pytest.raises(NotAnArrayError, match=r"numpy\.float32"):
-        to(np.float32(1.0), "torch")
+def test_container_with_one_array_keeps_its_plain_leaves(np: Any, torch: Any) -> None:
+    a = aligned_numpy(np.arange(3, dtype=np.float32))
+    out = to([1.5, a, "x"], "torch")
+    assert out[0] == 1.5 and out[2] == "x" and type(out) is list
+    assert isinstance(out[1], torch.Tensor) and out[1].data_ptr() == a.ctypes.data
+
+
+@pytest.mark.parametrize(
+    "name", ["float32", "float64", "int8", "uint16", "complex64", "bool"]
+)  # fmt: skip
+@pytest.mark.parametrize("dst", ["numpy", "torch", "tensorflow"])
+def test_numpy_scalar_converts_as_0d_array(name: str, dst: str, np: Any) -> None:
+    need(dst)
+    value = np.dtype(name).type(1)
+    out = to(value, dst)
+    back = to(out, "numpy")
+    assert back.shape == () and back.dtype == np.dtype(name) and back[()] == value
+    assert explain(value, dst).steps[0].source == "numpy.generic@cpu"
+
+
+def test_numpy_scalar_into_jax(np: Any, jax: Any) -> None:
+    out = to(np.float32(1.5), "jax")
+    assert isinstance(out, jax.Array) and out.shape == () and float(out) == 1.5
+    assert out.dtype == np.float32
+
+
+def test_numpy_string_scalars_are_not_arrays(np: Any) -> None:
+    with pytest.raises(NotAnArrayError):
+        to(np.str_("text"), "numpy")
 
 
 # -- traced and symbolic values -----------------------------------------------------------

@@ -90,8 +90,7 @@ def toy_framework(name: str, cls: type[Toy], aliases: tuple[str, ...] = ()) -> F
 
     def describe(x: Toy) -> TensorInfo:
         dtype = DTYPES[x.buf.typecode]
-        size = x.buf.itemsize
-        return TensorInfo(name, dtype, CPU, (len(x.buf),), (size,), "C", False, True)
+        return TensorInfo(name, dtype, CPU, (len(x.buf),), "C", False, True)
 
     return FrameworkSpec(
         name=name,
@@ -457,7 +456,7 @@ def _dtype(x):
 
 
 def _describe(x):
-    return TensorInfo("gamma", _dtype(x), CPU, (len(x.buf),), (x.buf.itemsize,), "C", False, True)
+    return TensorInfo("gamma", _dtype(x), CPU, (len(x.buf),), "C", False, True)
 
 
 def _example(data, dtype):

@@ -25,7 +25,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import ALIGNMENT, CPU, DTYPES, c_strides
+from interop_core.specs import ALIGNMENT, CPU, DTYPES
 
 __all__ = ["PyArray", "interop_converters", "interop_frameworks"]
 
@@ -148,7 +148,6 @@ def describe(x: PyArray) -> TensorInfo:
         dtype=x.dtype,
         device=CPU,
         shape=x.shape,
-        strides=c_strides(x.shape, x.itemsize),
         layout="C",
         readonly=False,
         aligned=_aligned(x),

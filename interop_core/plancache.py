@@ -1,0 +1,122 @@
+"""The plan cache: what the warm path of ``to()`` looks up, and the code that fills it.
+
+One :class:`PlanCache` belongs to one registry state (a register/unregister starts a new,
+empty one). The warm path reads only :attr:`PlanCache.fast`:
+
+    fast[type(x), target as given, device as given, copy] -> (key function, runners)
+    runners[key(x)] -> the route's runner
+
+The key function reads exactly what the converters' predicates read (rule: the cache is
+faithful): the framework's ``key(x)``, or ``aligned_key(x)`` when the route turns on the
+64-byte alignment of the data. A route that turns on a global flag (JAX's x64) gets a
+runner guarded by the flag's value at planning time; other routes never read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
+
+from .planner import Plan, Runner
+from .predicates import GlobalFlag
+from .specs import ConverterSpec, FrameworkSpec, PlanKey
+
+KeyFn = Callable[[Any], Hashable]
+#: (type(obj), target as given, device as given, copy): the warm path's first lookup.
+FastKey = tuple[Any, ...]
+#: (start node, target name, goal device): what a route is planned for.
+RouteKey = tuple[PlanKey, str, str]
+
+
+class StalePlan(Exception):
+    """A guarded runner found a global flag changed since its route was planned."""
+
+
+class Slot(NamedTuple):
+    """The plans of one (source type, target, device as asked, copy) request."""
+
+    keyfn: KeyFn
+    runners: dict[Hashable, Runner]
+    plans: dict[Hashable, Plan]
+    by_alignment: bool
+
+
+class PlanCache:
+    """Plans by request, loaded converter functions and converters excluded at run time."""
+
+    __slots__ = ("excluded", "fast", "loaded", "slots")
+
+    def __init__(self) -> None:
+        #: The warm path: FastKey -> (key function, runners by key).
+        self.fast: dict[FastKey, tuple[KeyFn, dict[Hashable, Runner]]] = {}
+        #: (type, target name, device as asked, copy) -> Slot; shared by fast entries that
+        #: name the target differently ("tf", "tensorflow", the module).
+        self.slots: dict[tuple[Any, ...], Slot] = {}
+        #: Converters that failed with BufferError/NotImplementedError, per route key: the
+        #: planner leaves them out until the registry changes.
+        self.excluded: dict[RouteKey, frozenset[tuple[str, str]]] = {}
+        #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
+        self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
+
+    def store(
+        self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
+        by_alignment: bool,
+    ) -> None:  # fmt: skip
+        """Cache ``plan`` for ``obj``'s key and point the warm-path entry at it."""
+        slot_key = (fast_key[0], target, fast_key[2], fast_key[3])
+        slot = self.slots.get(slot_key)
+        by_alignment = by_alignment and spec.aligned_key is not None
+        if slot is None or (by_alignment and not slot.by_alignment):  # once by alignment, always
+            keyfn = spec.aligned_key if by_alignment and spec.aligned_key else spec.key
+            slot = self.slots[slot_key] = Slot(keyfn, {}, {}, by_alignment)
+        try:
+            k = slot.keyfn(obj)
+            slot.runners[k] = guarded(plan.run, plan.flags) if plan.flags else plan.run
+            slot.plans[k] = plan
+            self.fast[fast_key] = (slot.keyfn, slot.runners)
+        except Exception:  # an unhashable or unreadable key: this object stays on the slow path
+            pass
+
+    def cached_plan(self, obj: Any, target: str, fast_key: FastKey) -> Plan | None:
+        """The plan the warm path ran for ``obj`` (None when it has none)."""
+        slot = self.slots.get((fast_key[0], target, fast_key[2], fast_key[3]))
+        return slot.plans.get(slot.keyfn(obj)) if slot is not None else None
+
+    def exclude(self, key: RouteKey, edge: ConverterSpec) -> bool:
+        """Leave ``edge`` out of routes for ``key`` from now on; True when it is new."""
+        ident = (edge.plugin, edge.name)
+        known = self.excluded.get(key, frozenset())
+        if ident in known:
+            return False
+        self.excluded[key] = known | {ident}
+        return True
+
+    def load(
+        self, edge: ConverterSpec, loader: Callable[[ConverterSpec], Callable[..., Any]]
+    ) -> Any:
+        """``edge``'s conversion function, loaded once per registry state."""
+        func = self.loaded.get(edge)
+        if func is None:
+            func = self.loaded[edge] = loader(edge)
+        return func
+
+
+def guarded(run: Runner, flags: tuple[GlobalFlag, ...]) -> Runner:
+    """``run`` checking first that the flags still hold the values it was planned with."""
+    if len(flags) == 1:
+        read, expected = flags[0].read, flags[0].read()
+
+        def one(x: Any) -> Any:
+            if read() != expected:
+                raise StalePlan
+            return run(x)
+
+        return one
+    values = tuple(f.read() for f in flags)
+
+    def many(x: Any) -> Any:
+        if tuple(f.read() for f in flags) != values:
+            raise StalePlan
+        return run(x)
+
+    return many
