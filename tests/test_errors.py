@@ -270,7 +270,7 @@ def box_spec(name: str, path: str) -> FrameworkSpec:
         data_ptr=id,
         example=lambda data, dtype: None,
         dtypes=frozenset({"float32"}),
-        module="interop_test_boxes",
+        module=path.partition(".")[0],
     )
 
 
@@ -458,3 +458,75 @@ def test_describe_failure_is_a_conversion_error(boxes: types.ModuleType) -> None
         reg.register(Broken(), name="broken-describe")
         with pytest.raises(ConversionError, match=r"broken-describe.*cannot describe"):
             to(BoxA([1.0]), "boxb")
+
+
+# -- errors that fit the input ------------------------------------------------------------
+
+
+def test_no_route_leads_with_the_decisive_reason(np: Any, torch: Any, jax: Any) -> None:
+    """float64 into JAX without x64: the first line names the flag; no unrelated lines."""
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("x64 is on in this process")
+    a = np.zeros((2, 3), dtype=np.float64)
+    assert a.flags.writeable
+    with pytest.raises(NoRouteError) as info:
+        to(a, "jax")
+    first, *rest = str(info.value).splitlines()
+    assert "jax_enable_x64" in first
+    assert "CUDA" not in str(info.value) and "read-only" not in str(info.value)
+    listed = [line for line in rest if line.startswith("  - ")]
+    assert listed and all("->jax]" in line for line in listed)  # edges into the target only
+    assert len(info.value.refused) > len(listed)  # the full list stays on the error
+
+
+def test_route_keeps_every_refusal(np: Any, tf: Any) -> None:
+    a = np.asfortranarray(np.zeros((2, 3), dtype=np.float32))
+    route = explain(a, "tensorflow")
+    assert route.copies == 1
+    assert any("C-contiguous" in r.reason for r in route.refusals)
+    assert all(r.edge.endswith("->tensorflow") for r in route.refused)
+
+
+KNOWN = [
+    ("cupy", "pip install cupy-cuda12x"),
+    ("cp", "pip install cupy-cuda12x"),
+    ("dali", "pip install nvidia-dali-cuda120"),
+]
+
+
+@pytest.mark.parametrize(("name", "hint"), KNOWN)
+def test_known_frameworks_not_installed_say_what_to_install(np: Any, name: str, hint: str) -> None:
+    from interop_core.registry import importable
+
+    if importable("cupy" if "c" in name else "nvidia.dali"):
+        pytest.skip(f"{name} is installed here")
+    with pytest.raises(FrameworkNotInstalledError) as info:
+        to(np.zeros(2), name)
+    assert hint in str(info.value) and "did you mean" not in str(info.value).lower()
+
+
+def test_array_type_that_does_not_exist_is_reported_at_registration(np: Any) -> None:
+    class Typo:
+        @hookimpl
+        def interop_frameworks(self) -> list[FrameworkSpec]:
+            return [replace(box_spec("typo", "numpy.NDArray_typo"), module="numpy")]
+
+    with isolated_registry() as reg, pytest.raises(PluginError) as info:
+        reg.register(Typo(), name="typo-plugin")
+    assert "typo-plugin" in str(info.value) and "numpy.NDArray_typo" in str(info.value)
+
+
+def test_array_type_missing_after_a_later_import_warns_naming_the_plugin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Late:
+        @hookimpl
+        def interop_frameworks(self) -> list[FrameworkSpec]:
+            return [box_spec("late", "interop_test_late.Missing")]
+
+    monkeypatch.delitem(sys.modules, "interop_test_boxes", raising=False)
+    with isolated_registry() as reg:
+        reg.register(Late(), name="late-plugin")
+        monkeypatch.setitem(sys.modules, "interop_test_late", types.ModuleType("interop_test_late"))
+        with pytest.warns(PluginWarning, match="late-plugin.*interop_test_late.Missing"):
+            reg.state.detect(object())

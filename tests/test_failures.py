@@ -1,0 +1,192 @@
+"""A step that fails runs once per call at most; exclusions last until the registry changes.
+
+Two fake frameworks (boxes of floats) and converters that count their calls: "flaky"
+(cheap, the one planned first) and "fallback" (dearer), plus a two-step route.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from interop_core import (
+    ConversionError,
+    ConverterSpec,
+    FrameworkSpec,
+    OptionError,
+    Registry,
+    TensorInfo,
+    explain,
+    hookimpl,
+    to,
+)
+from interop_core.manager import PluginWarning
+from interop_core.specs import CPU
+from interop_core.testing import isolated_registry
+
+MODULE = "interop_test_failboxes"
+
+
+class BoxA:
+    def __init__(self, values: list[float]) -> None:
+        self.values = list(values)
+
+
+class BoxB(BoxA):
+    pass
+
+
+class BoxC(BoxA):
+    pass
+
+
+def spec(name: str, cls: str) -> FrameworkSpec:
+    return FrameworkSpec(
+        name=name,
+        array_types=(f"{MODULE}.{cls}",),
+        describe=lambda x: TensorInfo(name, "float32", CPU, (len(x.values),), "C", False, True),
+        key=lambda x: "box",
+        data_ptr=id,
+        dtypes=frozenset({"float32"}),
+        module=MODULE,
+    )
+
+
+class Counting:
+    """boxa -> boxb by "flaky" (cost 0.1) or "fallback" (cost 5); boxb -> boxc by "second"."""
+
+    def __init__(self, flaky: Callable[[Any], Any], second: Callable[[Any], Any] | None = None):
+        self.flaky, self.second = flaky, second
+        self.calls: list[str] = []
+
+    def counted(self, name: str, func: Callable[[Any], Any]) -> Callable[[], Any]:
+        def load() -> Any:
+            def run(x: Any) -> Any:
+                self.calls.append(name)
+                return func(x)
+
+            return run
+
+        return load
+
+    @hookimpl
+    def interop_frameworks(self) -> list[FrameworkSpec]:
+        return [spec("boxa", "BoxA"), spec("boxb", "BoxB"), spec("boxc", "BoxC")]
+
+    @hookimpl
+    def interop_converters(self) -> list[ConverterSpec]:
+        to_b = self.counted("fallback", lambda x: BoxB(x.values))
+        to_c = self.counted("second", self.second or (lambda x: BoxC(x.values)))
+        return [
+            ConverterSpec("flaky", "boxa", "boxb", self.counted("flaky", self.flaky),
+                          zero_copy=True, cost=0.1),
+            ConverterSpec("fallback", "boxa", "boxb", to_b, zero_copy=True, cost=5.0),
+            ConverterSpec("second", "boxb", "boxc", to_c, zero_copy=True),
+        ]  # fmt: skip
+
+
+def raising(exc: Exception) -> Callable[[Any], Any]:
+    def run(x: Any) -> Any:
+        raise exc
+
+    return run
+
+
+@contextmanager
+def registry_of(plugin: Counting) -> Iterator[Registry]:
+    with isolated_registry() as reg:
+        reg.register(plugin, name="counting-plugin")
+        yield reg
+
+
+@pytest.fixture
+def boxes(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    mod = types.ModuleType(MODULE)
+    mod.BoxA, mod.BoxB, mod.BoxC = BoxA, BoxB, BoxC  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, MODULE, mod)
+    yield
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad"), TypeError("t"), KeyError("k")])
+def test_other_errors_run_the_step_once_per_call(boxes: None, exc: Exception) -> None:
+    plugin = Counting(raising(exc))
+    with registry_of(plugin):
+        for call in range(1, 4):  # cold, then warm
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", PluginWarning)
+                with pytest.raises(ConversionError) as info:
+                    to(BoxA([1.0]), "boxb")
+            assert plugin.calls == ["flaky"] * call  # once per call, never re-run
+            assert info.value.__cause__ is exc
+            assert "'flaky'" in str(info.value) and "'counting-plugin'" in str(info.value)
+
+
+@pytest.mark.parametrize("exc", [BufferError("gone"), NotImplementedError("no")])
+def test_excluded_converter_stays_excluded_and_warns_once(boxes: None, exc: Exception) -> None:
+    plugin = Counting(raising(exc))
+    with registry_of(plugin) as reg:
+        with pytest.warns(PluginWarning, match="flaky") as record:
+            first = to(BoxA([1.0]), "boxb")
+        assert len([w for w in record if issubclass(w.category, PluginWarning)]) == 1
+        assert isinstance(first, BoxB) and plugin.calls == ["flaky", "fallback"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", PluginWarning)  # no second warning
+            for _ in range(4):
+                assert to(BoxA([2.0]), "boxb").values == [2.0]
+        assert plugin.calls == ["flaky"] + ["fallback"] * 5
+        assert [s.converter for s in explain(BoxA([1.0]), "boxb").steps] == ["fallback"]
+        # the registry changes: the converter gets another chance
+        reg.register(types.SimpleNamespace(), name="another")
+        plugin.calls.clear()
+        with pytest.warns(PluginWarning, match="flaky"):
+            to(BoxA([1.0]), "boxb")
+        assert plugin.calls == ["flaky", "fallback"]
+
+
+def test_excluded_on_the_warm_path_too(boxes: None) -> None:
+    """A converter that starts failing once its route is cached is handled the same way."""
+    state = {"fail": False}
+
+    def sometimes(x: Any) -> Any:
+        if state["fail"]:
+            raise BufferError("now it fails")
+        return BoxB(x.values)
+
+    plugin = Counting(sometimes)
+    with registry_of(plugin):
+        to(BoxA([1.0]), "boxb")
+        to(BoxA([1.0]), "boxb")
+        state["fail"] = True
+        with pytest.warns(PluginWarning, match="flaky"):
+            assert to(BoxA([3.0]), "boxb").values == [3.0]
+        to(BoxA([1.0]), "boxb")
+    assert plugin.calls == ["flaky", "flaky", "flaky", "fallback", "fallback"]
+
+
+def test_failure_in_the_second_step_runs_each_step_once(boxes: None) -> None:
+    plugin = Counting(lambda x: BoxB(x.values), second=raising(ValueError("late")))
+    with registry_of(plugin):
+        for call in range(1, 3):
+            with pytest.raises(ConversionError, match="'second'"):
+                to(BoxA([1.0]), "boxc")
+            assert plugin.calls == ["flaky", "second"] * call
+
+
+@pytest.mark.parametrize("bad", [1, 0, 1.0, 0.0, "yes"])
+def test_copy_is_checked_on_the_warm_path(boxes: None, bad: Any) -> None:
+    plugin = Counting(lambda x: BoxB(x.values))
+    with registry_of(plugin):
+        for good in (True, False, None, True):  # warm every request
+            to(BoxA([1.0]), "boxb", copy=good) if good is not True else None
+        to(BoxA([1.0]), "boxb")
+        to(BoxA([1.0]), "boxb")
+        calls = len(plugin.calls)
+        with pytest.raises(OptionError, match="copy must be None, True or False"):
+            to(BoxA([1.0]), "boxb", copy=bad)
+        assert len(plugin.calls) == calls  # nothing ran
