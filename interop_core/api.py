@@ -52,22 +52,24 @@ def to(
     """
     st = (_default or default_registry()).state
     # copy=1 or 0 hash like True/False: only the three real values may take the warm path.
-    if not options and (copy is None or copy is True or copy is False):
-        try:
-            keyfn, runners = st.fast[type(obj), target, device, copy]
-            run = runners[keyfn(obj)]
-        except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
-            pass
+    if options or not (copy is None or copy is True or copy is False):
+        return _convert(_default or default_registry(), st, obj, target, device, copy, options)
+    try:
+        if device is None and copy is None:  # the common request: two one-object lookups
+            keyfn, runners = st.plain[target][type(obj)]
         else:
-            try:
-                return run(obj)
-            except Exception as exc:  # the failed step is handled, never run again
-                reg = _default or default_registry()
-                return warm_failure(
-                    st, obj, reg.resolve(target, st), parse_device(st, device), copy,
-                    (type(obj), target, device, copy), exc,
-                )  # fmt: skip
-    return _convert(_default or default_registry(), st, obj, target, device, copy, options)
+            keyfn, runners = st.fast[type(obj), target, device, copy]
+        run = runners[keyfn(obj)]
+    except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
+        return _convert(_default or default_registry(), st, obj, target, device, copy, options)
+    try:
+        return run(obj)
+    except Exception as exc:  # the failed step is handled, never run again
+        reg = _default or default_registry()
+        return warm_failure(
+            st, obj, reg.resolve(target, st), parse_device(st, device), copy,
+            (type(obj), target, device, copy), exc,
+        )  # fmt: skip
 
 
 def explain(

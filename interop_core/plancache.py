@@ -1,8 +1,10 @@
 """The plan cache: what the warm path of ``to()`` looks up, and the code that fills it.
 
 One :class:`PlanCache` belongs to one registry state (a register/unregister starts a new,
-empty one). The warm path reads only :attr:`PlanCache.fast`:
+empty one). The warm path reads only :attr:`PlanCache.plain` (device=None, copy=None) or
+:attr:`PlanCache.fast` (any other device or copy):
 
+    plain[target as given][type(x)] -> (key function, runners)
     fast[type(x), target as given, device as given, copy] -> (key function, runners)
     runners[key(x)] -> the route's runner
 
@@ -44,10 +46,13 @@ class Slot(NamedTuple):
 class PlanCache:
     """Plans by request, loaded converter functions and converters excluded at run time."""
 
-    __slots__ = ("excluded", "fast", "loaded", "slots")
+    __slots__ = ("excluded", "fast", "loaded", "plain", "slots")
 
     def __init__(self) -> None:
-        #: The warm path: FastKey -> (key function, runners by key).
+        #: The warm path for device=None, copy=None: target -> type -> (key function, runners
+        #: by key); one-object keys hash faster than a tuple.
+        self.plain: dict[Any, dict[type, tuple[KeyFn, dict[Hashable, Runner]]]] = {}
+        #: The warm path for the other requests: FastKey -> (key function, runners by key).
         self.fast: dict[FastKey, tuple[KeyFn, dict[Hashable, Runner]]] = {}
         #: (type, target name, device as asked, copy) -> Slot; shared by fast entries that
         #: name the target differently ("tf", "tensorflow", the module).
@@ -73,7 +78,11 @@ class PlanCache:
             k = slot.keyfn(obj)
             slot.runners[k] = guarded(plan.run, plan.flags) if plan.flags else plan.run
             slot.plans[k] = plan
-            self.fast[fast_key] = (slot.keyfn, slot.runners)
+            typ, target_given, device, copy = fast_key
+            if device is None and copy is None:
+                self.plain.setdefault(target_given, {})[typ] = (slot.keyfn, slot.runners)
+            else:
+                self.fast[fast_key] = (slot.keyfn, slot.runners)
         except Exception:  # an unhashable or unreadable key: this object stays on the slow path
             pass
 

@@ -34,7 +34,7 @@ class State:
 
     __slots__ = (
         "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "known", "names",
+        "known", "names", "plain",
     )  # fmt: skip
 
     def __init__(
@@ -44,7 +44,7 @@ class State:
         names: dict[str, str],
         graph: Graph,
         installed: dict[str, bool],
-        declared: int,
+        declared: tuple[ConverterSpec, ...],
         known: dict[str, KnownFramework],
     ) -> None:
         self.generation = generation
@@ -59,7 +59,8 @@ class State:
         #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
         self.known = known
         self.cache = PlanCache()
-        #: The warm path's table, read on every call (the cache's own dict).
+        #: The warm path's tables, read on every call (the cache's own dicts).
+        self.plain = self.cache.plain
         self.fast = self.cache.fast
 
 
@@ -180,7 +181,7 @@ class Registry:
                 # and converters would import it).
                 usable = [e for e in edges if installed[e.source] and installed[e.target]]
                 return State(
-                    generation, frameworks, names, Graph(usable), installed, len(edges), known
+                    generation, frameworks, names, Graph(usable), installed, tuple(edges), known
                 )
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:

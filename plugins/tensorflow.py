@@ -120,10 +120,8 @@ def variable_ptr(v: Any) -> int:
     return data_ptr(v.read_value())
 
 
-def _load_read_value() -> Any:
-    import tensorflow as tf
-
-    return tf.Variable.read_value
+def _read_value(v: Any) -> Any:
+    return v.read_value()  # a method of each variable class (tf.Variable's own is abstract)
 
 
 def _load_copy() -> Any:
@@ -187,7 +185,7 @@ def interop_converters() -> list[ConverterSpec]:
             name="Variable.read_value()",
             source="tensorflow.Variable",
             target="tensorflow",
-            load=_load_read_value,
+            load=lambda: _read_value,
             zero_copy=True,
             devices=frozenset({"cpu", "cuda"}),
             note=_SNAPSHOT,

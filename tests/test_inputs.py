@@ -537,3 +537,23 @@ def test_tf_symbolic_tensor_to_tensorflow_is_returned_as_is() -> None:
 
     f(tf.ones(2))
     assert seen == [True]
+
+
+# -- tf.Variable: its current value, a snapshot ---------------------------------------------
+
+
+@pytest.mark.parametrize("dst", ["numpy", "torch", "jax", "tensorflow"])
+def test_tf_variable_converts_as_a_snapshot_of_its_value(dst: str, tf: Any) -> None:
+    np = need("numpy")
+    need(dst)
+    v = tf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    route = explain(v, dst)
+    assert route.steps[0].source == "tensorflow.Variable@cpu"
+    assert any("snapshot" in n for n in route.notes)
+    y = to(v, dst)
+    assert to(y, "numpy").tolist() == [[0, 1, 2], [3, 4, 5]]
+    if route.zero_copy:  # the variable's buffer, read through TensorFlow's own DLPack export
+        assert ptr(y) == ptr(v.read_value())
+    v.assign_add(tf.ones((2, 3)))
+    assert to(y, "numpy").tolist() == [[0, 1, 2], [3, 4, 5]]  # unchanged: a snapshot
+    assert to(v, dst) is not y and to(to(v, dst), "numpy")[0, 0] == 1.0
