@@ -85,8 +85,8 @@ def explain(
     spec = reg.resolve(target, st)
     dev = parse_device(st, device)
 
-    def one(leaf: Any) -> Any:
-        return explain_object(st, leaf, st.detect(leaf), spec, dev, copy)
+    def one(leaf: Any, src: FrameworkSpec) -> Any:
+        return explain_object(st, leaf, src, spec, dev, copy)
 
     src = st.detect(obj)
     if src is not None:
@@ -169,14 +169,18 @@ def _convert(
     if src is not None:
         return convert(st, obj, src, spec, dev, copy, fast_key)
 
-    def leaf(x: Any) -> Any:  # each array leaf takes to()'s warm path when it can
+    def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s warm path
         return to(x, target, device=device, copy=copy)
 
     return _containers(st, obj, spec, leaf)
 
 
 def _containers(
-    st: State, obj: Any, target: FrameworkSpec, one: Callable[[Any], Any], plain: bool = True
+    st: State,
+    obj: Any,
+    target: FrameworkSpec,
+    one: Callable[[Any, FrameworkSpec], Any],
+    plain: bool = True,
 ) -> Any:
     """Apply ``one`` to each array leaf of a container; raise when there is no array at all.
 
@@ -186,10 +190,11 @@ def _containers(
 
     def counted(leaf: Any) -> Any:
         nonlocal arrays
-        if st.detect(leaf) is None:
+        src = st.detect(leaf)
+        if src is None:
             return leaf if plain else None
         arrays += 1
-        return one(leaf)
+        return one(leaf, src)
 
     if isinstance(obj, (dict, list, tuple)):
         out = map_leaves(obj, counted)

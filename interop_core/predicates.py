@@ -85,9 +85,9 @@ class Needs:
             return f"{VARIANT} arrays with {', '.join(sorted(missing))}"
         if key.dtype in self.no_dtypes:
             return self.dtype_reason or f"cannot take dtype {key.dtype}"
-        flag = self.flag
-        if flag is not None and key.dtype in flag.dtypes and not flag.read():
-            return flag.reason.format(dtype=key.dtype)
+        switch = self.flag
+        if switch is not None and key.dtype in switch.dtypes and not switch.read():
+            return switch.reason.format(dtype=key.dtype)
         if key.flags:
             for flag in sorted(key.flags & self.no_flags):
                 return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
