@@ -1,6 +1,7 @@
-"""``python -m interop_core doctor`` (text and --json) in subprocesses.
+"""``python -m interop_core`` in subprocesses: doctor (text and --json), explain and graph.
 
-Each command imports every framework and measures the matrix live (~7 s on two cores).
+Each doctor run imports every framework and measures the matrix live (~9 s on two cores);
+explain imports the frameworks of its route; graph imports none.
 """
 
 from __future__ import annotations
@@ -8,12 +9,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import available
+
+from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
 
 BUILTINS = ("numpy", "torch", "jax", "tensorflow")
 PLUGINS = (
@@ -25,10 +30,26 @@ PLUGINS = (
 )
 
 
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m interop_core ARGS`` run to completion in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "interop_core", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+
+
 @pytest.fixture(scope="module")
 def doctor() -> subprocess.CompletedProcess[str]:
-    """``python -m interop_core doctor`` run to completion in a subprocess."""
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+    """``python -m interop_core doctor`` run to completion in a subprocess.
+
+    TF_CPP_MIN_LOG_LEVEL is left unset, as users run it: the doctor itself must keep
+    TensorFlow's start-up lines off stderr.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONWARNINGS"] = "ignore"
     run = subprocess.run(
         [sys.executable, "-m", "interop_core", "doctor"],
         capture_output=True,
@@ -157,3 +178,329 @@ def test_doctor_needs_a_command() -> None:
     )
     assert run.returncode == 2
     assert "doctor" in run.stderr
+
+
+# -- help ----------------------------------------------------------------------------------
+
+
+def test_help_lists_every_command() -> None:
+    run = cli("--help")
+    assert run.returncode == 0, run.stderr
+    for command in ("doctor", "explain", "graph"):
+        assert re.search(rf"^\s+{command}\s+\S", run.stdout, re.M), run.stdout
+
+
+# -- doctor: quiet stderr, alignment note ---------------------------------------------------
+
+NATIVE_NOISE = ("oneDNN", "absl", "cpu_feature_guard", "TF_ENABLE_ONEDNN_OPTS")
+
+
+def test_doctor_stderr_has_no_native_start_up_lines(
+    doctor: subprocess.CompletedProcess[str],
+) -> None:
+    assert doctor.returncode == 0, doctor.stderr[-2000:]
+    for noise in NATIVE_NOISE:
+        assert noise not in doctor.stderr, doctor.stderr[-2000:]
+
+
+def test_doctor_silences_native_stderr_even_when_tensorflow_logs_everything() -> None:
+    # TF_CPP_MIN_LOG_LEVEL=0 makes TensorFlow log its start-up INFO lines: only the doctor's
+    # redirection of file descriptor 2 keeps them out.
+    if not available("tensorflow"):
+        pytest.skip("tensorflow is not installed")
+    run = cli("doctor", env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    for noise in NATIVE_NOISE:
+        assert noise not in run.stderr, run.stderr[-2000:]
+    assert "Route matrix" in run.stdout
+
+
+def test_native_stderr_silenced_keeps_python_warnings() -> None:
+    code = (
+        "import os, warnings\n"
+        "from interop_core.doctor import native_stderr_silenced\n"
+        "with native_stderr_silenced():\n"
+        "    os.write(2, b'NATIVE-LINE\\n')\n"
+        "    warnings.warn('PYTHON-WARNING')\n"
+        "os.write(2, b'AFTER-LINE\\n')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert "NATIVE-LINE" not in run.stderr
+    assert "PYTHON-WARNING" in run.stderr
+    assert "AFTER-LINE" in run.stderr
+
+
+def test_doctor_notes_the_alignment_routes(doctor: subprocess.CompletedProcess[str]) -> None:
+    if not available("numpy"):
+        pytest.skip("numpy is not installed")
+    after = doctor.stdout.split("Route matrix")[1]
+    notes = " ".join(line.strip() for line in after.splitlines() if line.strip())
+    targets = [fw for fw in ("jax", "tensorflow") if available(fw)]
+    if not targets:
+        pytest.skip("neither jax nor tensorflow is installed")
+    assert "share memory only with 64-byte aligned buffers" in notes, after
+    assert "numpy's large allocations are often not 64-byte aligned" in notes, after
+    for fw in targets:
+        assert f"numpy -> {fw}" in notes, after
+
+
+def test_doctor_json_has_the_alignment_notes(report: dict[str, Any]) -> None:
+    targets = [fw for fw in ("jax", "tensorflow") if available(fw)]
+    if not available("numpy") or not targets:
+        pytest.skip("needs numpy and jax or tensorflow")
+    notes = " ".join(report["notes"])
+    for fw in targets:
+        assert f"numpy -> {fw}" in notes, notes
+
+
+# -- explain --------------------------------------------------------------------------------
+
+
+def needs(*frameworks: str) -> None:
+    missing = [fw for fw in frameworks if not available(fw)]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")
+
+
+def test_explain_numpy_to_torch_is_zero_copy() -> None:
+    needs("numpy", "torch")
+    run = cli("explain", "numpy", "torch")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("Example: numpy float32 array of shape (2, 3), layout C"), lines
+    assert lines[1].startswith("Route numpy@cpu -> torch@cpu: zero-copy in 1 step(s)"), lines
+    assert "torch.from_numpy" in lines[2] and "zero-copy" in lines[2], lines
+    assert "COPY" not in run.stdout
+
+
+def test_explain_f_layout_numpy_to_tensorflow_copies() -> None:
+    needs("numpy", "tensorflow")
+    run = cli("explain", "numpy", "tensorflow", "--layout", "F")
+    assert run.returncode == 0, run.stderr
+    assert "layout F" in run.stdout.splitlines()[0]
+    assert "Route numpy@cpu -> tensorflow@cpu: 1 copy(ies), 24 bytes copied" in run.stdout
+    assert re.search(r"^\s+\d\. .* COPY", run.stdout, re.M), run.stdout
+    assert "why not zero-copy" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("layout", "shows"),
+    [
+        ("C", "layout C"),
+        ("F", "layout F"),
+        ("strided", "layout strided"),
+        ("negative", "layout negative"),
+        ("broadcast", "layout broadcast"),
+        ("readonly", "read-only"),
+        ("unaligned", "not 64-byte aligned"),
+    ],
+)
+def test_explain_builds_every_layout_from_numpy(layout: str, shows: str) -> None:
+    needs("numpy")
+    run = cli("explain", "numpy", "np", "--layout", layout, "--shape", "3,4", "--copy", "true")
+    assert run.returncode == 0, run.stderr
+    first = run.stdout.splitlines()[0]
+    assert first.startswith("Example: numpy float32 array of shape (3, 4), "), first
+    assert shows in first, first
+    assert "Route numpy@cpu -> numpy@cpu: 1 copy(ies), 48 bytes copied" in run.stdout
+
+
+def test_explain_dtype_and_shape() -> None:
+    needs("numpy")
+    run = cli("explain", "numpy", "numpy", "--dtype", "int16", "--shape", "2,3,4")
+    assert run.returncode == 0, run.stderr
+    assert "numpy int16 array of shape (2, 3, 4)" in run.stdout
+    assert "no conversion needed" in run.stdout
+
+
+def test_explain_layout_the_source_cannot_produce_exits_2() -> None:
+    # torch has no negative strides; JAX and TensorFlow arrays have no views at all.
+    cases = {"torch": "negative", "jax": "F", "tensorflow": "strided"}
+    usable = [fw for fw in cases if available(fw)]
+    if not usable:
+        pytest.skip("none of torch, jax, tensorflow is installed")
+    for fw in usable:
+        run = cli("explain", fw, fw, "--layout", cases[fw])
+        assert run.returncode == 2, (fw, run.stdout, run.stderr)
+        assert f"{fw} cannot produce a float32 array of shape (2, 3)" in run.stderr, run.stderr
+        assert f"--layout {cases[fw]}" in run.stderr
+        assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_explain_dtype_the_source_cannot_hold_exits_2() -> None:
+    needs("torch")
+    run = cli("explain", "torch", "torch", "--dtype", "no_such_dtype")
+    assert run.returncode == 2, run.stderr
+    assert "torch cannot hold dtype 'no_such_dtype'" in run.stderr
+
+
+def test_explain_float64_into_jax_without_x64_exits_1() -> None:
+    needs("numpy", "jax")
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    run = cli("explain", "numpy", "jax", "--dtype", "float64", env=env)
+    assert run.returncode == 1, (run.stdout, run.stderr)
+    assert "No route" in run.stderr and "jax_enable_x64" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_explain_to_a_missing_device_exits_1() -> None:
+    needs("numpy", "torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: numpy -> torch on cuda has a route")
+    run = cli("explain", "numpy", "torch", "--device", "cuda")
+    assert run.returncode == 1, (run.stdout, run.stderr)
+    assert "No route" in run.stderr and "cuda" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_explain_copy_false_that_needs_a_copy_exits_1() -> None:
+    needs("numpy", "torch")
+    run = cli("explain", "numpy", "torch", "--layout", "negative", "--copy", "false")
+    assert run.returncode == 1, (run.stdout, run.stderr)
+    assert "copy=False" in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("args", [("nosuchframework", "numpy"), ("numpy", "nosuchframework")])
+def test_explain_unknown_framework_fails_with_a_message(args: tuple[str, str]) -> None:
+    run = cli("explain", *args)
+    assert run.returncode == 1, (run.stdout, run.stderr)
+    assert "Unknown framework 'nosuchframework'" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and run.stdout == ""
+
+
+def test_explain_bad_arguments_are_usage_errors() -> None:
+    for args in (("numpy",), ("numpy", "torch", "--shape", "2,x"), ("a", "b", "--layout", "Z")):
+        run = cli("explain", *args)
+        assert run.returncode == 2, (args, run.stderr)
+        assert run.stderr.startswith("usage: "), run.stderr
+
+
+# -- graph ----------------------------------------------------------------------------------
+
+EDGE = re.compile(
+    r'^  "(?P<src>[^"]+)" -> "(?P<dst>[^"]+)" \[label="(?P<label>[^"]*)", (?P<rest>.*)\];$'
+)
+
+
+def test_graph_prints_dot_with_one_edge_per_converter() -> None:
+    needs("numpy", "torch")
+    run = cli("graph")
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert out.startswith("digraph interop_core {") and out.rstrip().endswith("}")
+    edges = [m.groupdict() for m in map(EDGE.match, out.splitlines()) if m]
+    by_label = {(e["src"], e["dst"], e["label"]): e["rest"] for e in edges}
+    rest = by_label["numpy", "torch", "torch.from_numpy"]
+    assert "style=solid" in rest and "tooltip=" in rest and "interop_plugins." in rest
+    loop = by_label["numpy", "numpy", "numpy aligned copy"]
+    assert "style=dashed" in loop and "[interop_plugins.numpy]" in loop
+    count = re.search(r"(\d+) converters \(usable", out)
+    assert count is not None and int(count.group(1)) == len(edges)
+    if shutil.which("dot"):  # Graphviz parses it
+        check = subprocess.run(["dot", "-Tcanon"], input=out, capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+
+
+def test_graph_mermaid() -> None:
+    needs("numpy", "torch")
+    run = cli("graph", "--format", "mermaid")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("flowchart LR\n")
+    assert re.search(
+        r'^  fw_numpy -->\|"torch\.from_numpy<br/>\[interop_plugins\.\w+\]"\| fw_torch$',
+        run.stdout,
+        re.M,
+    ), run.stdout
+    assert re.search(r'^  fw_numpy -\.->\|"numpy aligned copy<br/>', run.stdout, re.M)
+
+
+def test_graph_renders_svg_with_graphviz(tmp_path: Path) -> None:
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    out = tmp_path / "graph.svg"
+    run = cli("graph", "--output", str(out))
+    assert run.returncode == 0, run.stderr
+    svg = out.read_text()
+    assert "<svg" in svg and "numpy" in svg and "</svg>" in svg
+    assert run.stdout.strip() == f"wrote {out}"
+
+
+def test_graph_output_without_graphviz_exits_2(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path)}  # no dot on this PATH
+    run = cli("graph", "--output", str(tmp_path / "graph.png"), env=env)
+    assert run.returncode == 2, (run.stdout, run.stderr)
+    assert "Graphviz's 'dot' program is not installed" in run.stderr
+    assert not (tmp_path / "graph.png").exists()
+
+
+def test_graph_output_text_files_and_bad_requests(tmp_path: Path) -> None:
+    mmd = tmp_path / "graph.mmd"
+    run = cli("graph", "--output", str(mmd))
+    assert run.returncode == 0, run.stderr
+    assert mmd.read_text().startswith("flowchart LR\n")
+    for args in (
+        ("--format", "mermaid", "--output", str(tmp_path / "g.svg")),
+        ("--format", "dot", "--output", str(tmp_path / "g.mmd")),
+        ("--output", str(tmp_path / "g.txt")),
+    ):
+        run = cli("graph", *args)
+        assert run.returncode == 2, (args, run.stderr)
+        assert "python -m interop_core graph: " in run.stderr
+
+
+class _Ghost:
+    """A plugin declaring a framework that is not installed, and a converter into it."""
+
+    @hookimpl
+    def interop_frameworks(self) -> list[FrameworkSpec]:
+        def unused(*args: Any) -> Any:
+            raise AssertionError("never called")
+
+        return [
+            FrameworkSpec(
+                name="ghost",
+                array_types=("interop_ghost_not_installed.Array",),
+                describe=unused,
+                key=unused,
+                data_ptr=unused,
+                example=unused,
+                dtypes=frozenset({"float32"}),
+                install_hint="pip install ghost",
+            )
+        ]
+
+    @hookimpl
+    def interop_converters(self) -> list[ConverterSpec]:
+        return [
+            ConverterSpec(
+                name="ghost.asarray", source="numpy", target="ghost", load=lambda: id,
+                zero_copy=False,
+            )
+        ]  # fmt: skip
+
+
+def test_graph_all_includes_frameworks_not_installed() -> None:
+    from interop_core import drawing
+
+    reg = Registry(builtins=True, entry_points=False)
+    reg.register(_Ghost(), name="ghost-plugin")
+    usable = drawing.to_dot(reg)
+    assert '"ghost"' not in usable and "ghost.asarray" not in usable
+    everything = drawing.to_dot(reg, include_all=True)
+    assert re.search(
+        r'^  "numpy" -> "ghost" \[label="ghost\.asarray", style=dashed, .*\[ghost-plugin\]',
+        everything,
+        re.M,
+    ), everything
+    assert re.search(
+        r'^  "ghost" \[.*not installed \(pip install ghost\).*dashed', everything, re.M
+    )
+    assert "(declared)" in everything
+    mermaid = drawing.to_mermaid(reg, include_all=True)
+    assert 'fw_numpy -.->|"ghost.asarray<br/>[ghost-plugin]"| fw_ghost' in mermaid
+    assert "class fw_ghost missing" in mermaid

@@ -36,6 +36,7 @@ from interop_core import (
     to,
 )
 from interop_core import __main__ as cli
+from interop_core.doctor import doctor_report
 from interop_core.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager, PluginWarning
 from interop_core.specs import CPU
 from interop_core.testing import isolated_registry, shares_memory
@@ -228,7 +229,7 @@ def test_a_class_registered_instead_of_an_instance_is_refused(reg: Registry) -> 
 def test_register_bumps_generation_and_replans(reg: Registry) -> None:
     x = Alpha([1.0, 2.0])
     assert to(x, "beta").by == "slow copy"
-    assert reg.state.fast, "the first call cached no plan"
+    assert reg.state.plain, "the first call cached no plan"
     assert to(x, "beta").by == "slow copy"  # now from the warm path
     generation, state = reg.pm.generation, reg.state
 
@@ -625,7 +626,7 @@ def test_doctor_report_lists_dropped_plugins() -> None:
     pm.register(Exploding(), name="exploding")
     with pytest.warns(PluginWarning, match="'exploding'"):
         reg = Registry(pm)
-    report = cli.doctor_report(reg)
+    report = doctor_report(reg)
     assert [(d["name"], d["distribution"]) for d in report["dropped"]] == [
         ("exploding", "registered at run time")
     ]
@@ -637,7 +638,7 @@ def test_doctor_report_measures_a_framework_without_a_distribution() -> None:
     # FrameworkSpec.distribution is optional (default ""); the doctor must still run.
     reg = Registry(builtins=False, entry_points=False)
     reg.register(module_plugin("alpha_plugin", [ALPHA]), name="alpha-plugin")
-    report = cli.doctor_report(reg)
+    report = doctor_report(reg)
     (row,) = report["frameworks"]
     assert (row["name"], row["plugin"], row["devices"]) == ("alpha", "alpha-plugin", [])
     assert isinstance(row["version"], str)

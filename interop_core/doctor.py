@@ -1,0 +1,301 @@
+"""The ``doctor`` report: frameworks, plugins, devices and the route matrix, measured live.
+
+Also the two context managers the command line runs frameworks under: :func:`as_default`
+(a registry as the default of ``to()``/``explain()``) and :func:`native_stderr_silenced`
+(the C++ start-up lines frameworks write to file descriptor 2 sent to /dev/null).
+
+Imported by the command line only; frameworks are imported when the report is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import textwrap
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from typing import IO, Any
+
+from . import __version__
+from .api import explain, set_default_registry, to
+from .errors import InteropError
+from .example_arrays import ExampleError, make_example
+from .registry import Registry
+from .specs import FrameworkSpec
+
+#: The array every cell of the matrix converts: contiguous float32, shape 2x3.
+_EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+
+# -- running frameworks quietly ----------------------------------------------------------
+
+
+@contextmanager
+def as_default(reg: Registry) -> Iterator[Registry]:
+    """Make ``reg`` the registry of ``to()``/``explain()`` for the block."""
+    old = set_default_registry(reg)
+    try:
+        yield reg
+    finally:
+        set_default_registry(old)
+
+
+#: A duplicate of the original stderr, kept open for the whole process: a logging handler
+#: created while native output is silenced may hold it, and must keep working afterwards.
+_python_stderr: IO[str] | None = None
+
+
+def _writes_to_fd2(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.fileno() == 2)
+    except (AttributeError, OSError, ValueError):  # pytest's capture, StringIO, closed
+        return False
+
+
+@contextmanager
+def native_stderr_silenced() -> Iterator[None]:
+    """Send what native code writes to file descriptor 2 to /dev/null for the block.
+
+    Frameworks log from C++ when they are imported or first run (TensorFlow's absl,
+    oneDNN and cpu_feature_guard lines) straight to descriptor 2, which no Python-level
+    setting reaches. Python's own ``sys.stderr`` (warnings, logging, tracebacks) keeps
+    going to the real stderr: it is pointed at a duplicate of the original descriptor
+    while the block runs. Both are restored when the block ends, even by an exception.
+    """
+    global _python_stderr
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (AttributeError, OSError, ValueError):  # no descriptor 2: nothing to silence
+        yield
+        return
+    python_stream = sys.stderr
+    swapped = False
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+        finally:
+            os.close(devnull)
+        if _writes_to_fd2(python_stream):
+            if _python_stderr is None or _python_stderr.closed:
+                _python_stderr = os.fdopen(
+                    os.dup(saved),
+                    "w",
+                    buffering=1,
+                    encoding=getattr(python_stream, "encoding", None) or "utf-8",
+                    errors="backslashreplace",
+                )
+            sys.stderr = _python_stderr
+            swapped = True
+        yield
+    finally:
+        if swapped:
+            sys.stderr.flush()
+            sys.stderr = python_stream
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def _version(spec: FrameworkSpec) -> str:
+    """The installed version of the framework's distribution (or its -cpu build), or "?"."""
+    if not spec.distribution:
+        return "?"
+    for dist in (spec.distribution, f"{spec.distribution}-cpu"):
+        try:
+            return metadata.version(dist)
+        except (metadata.PackageNotFoundError, ValueError):
+            continue
+    return "?"
+
+
+def measure_cell(reg: Registry, src: FrameworkSpec, dst: FrameworkSpec) -> dict[str, Any]:
+    """Convert a contiguous float32 example live and say what really happened.
+
+    ``reg`` must be the default registry (``to()`` and ``explain()`` plan with it).
+    """
+    if "float32" not in src.dtypes or "float32" not in dst.dtypes or src.example is None:
+        return {"result": "none", "why": "no float32"}
+    try:
+        x = src.example(_EXAMPLE, "float32")
+        claimed = explain(x, dst.name)
+        y = to(x, dst.name)
+    except InteropError as exc:
+        return {"result": "none", "why": str(exc).splitlines()[0]}
+    except Exception as exc:  # a plugin's example() or converter misbehaving: report it
+        return {"result": "wrong", "why": f"{type(exc).__name__}: {exc}"}
+    owner = reg.state.detect(y)
+    if owner is None or owner.name != dst.name:
+        return {"result": "wrong", "why": f"result is {type(y).__qualname__}, not {dst.name}"}
+    shared = src.data_ptr(x) == dst.data_ptr(y)
+    cell = {"result": "zero-copy" if shared else "copy", "steps": len(claimed.steps)}
+    if shared != claimed.zero_copy:
+        cell["why"] = f"explain() claimed zero_copy={claimed.zero_copy}, pointers say {shared}"
+    return cell
+
+
+def alignment_bound(
+    src: FrameworkSpec, targets: Iterable[FrameworkSpec], matrix_row: dict[str, dict[str, Any]]
+) -> list[str]:
+    """Targets whose zero-copy route from ``src`` holds only for 64-byte aligned buffers.
+
+    Asks ``explain()`` about an example of ``src`` offset by one element (not aligned)
+    for each target the matrix measured zero-copy; a route that then copies depends on
+    alignment. Sources that cannot build such a view are skipped.
+    """
+    try:
+        x = make_example(src, (2, 3), "float32", "unaligned")
+    except ExampleError:
+        return []
+    bound = []
+    for dst in targets:
+        if matrix_row.get(dst.name, {}).get("result") != "zero-copy" or dst.name == src.name:
+            continue
+        try:
+            if not explain(x, dst.name).zero_copy:
+                bound.append(dst.name)
+        except Exception:  # no route for the unaligned view either: nothing to say here
+            continue
+    return bound
+
+
+def doctor_report(reg: Registry) -> dict[str, Any]:
+    """Frameworks, plugins, devices and the live route matrix of this machine.
+
+    Frameworks are imported and measured with ``reg`` as the default registry, their
+    native stderr silenced, and without their DeprecationWarnings or torch's warning
+    that a tensor shares read-only memory (the jax and tensorflow -> torch cells do).
+    """
+    st = reg.state
+    frameworks = []
+    installed = []
+    with as_default(reg), native_stderr_silenced(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings(
+            "ignore", "The given NumPy array is not writable", UserWarning
+        )  # torch.from_numpy of a read-only view, once per process
+        for spec in st.frameworks.values():
+            row: dict[str, Any] = {"name": spec.name, "plugin": spec.plugin}
+            if reg.installed(spec):
+                row["version"] = _version(spec)
+                try:
+                    row["devices"] = spec.devices() if spec.devices else []
+                    installed.append(spec)
+                except Exception as exc:  # a framework that fails to import is reported
+                    row["error"] = f"{type(exc).__name__}: {exc}"
+            else:
+                row["install"] = spec.install_hint
+            frameworks.append(row)
+        # Rows: what can build an example; columns: what to() may target.
+        sources = [s for s in installed if s.example is not None]
+        targets = [d for d in installed if d.target]
+        matrix = {s.name: {d.name: measure_cell(reg, s, d) for d in targets} for s in sources}
+        aligned_only = {s.name: alignment_bound(s, targets, matrix[s.name]) for s in sources}
+    plugins = [
+        {"name": name, "distribution": reg.pm.distribution_of(name) or "registered at run time"}
+        for name, _ in reg.pm.list_name_plugin()
+    ]
+    return {
+        "interop_core": __version__,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "frameworks": frameworks,
+        "plugins": plugins,
+        "dropped": [d._asdict() for d in reg.pm.dropped],
+        "converters": len(st.declared),
+        "usable_converters": len(st.graph.edges),
+        "matrix": matrix,
+        "notes": alignment_notes(aligned_only),
+    }
+
+
+def wrong_cells(report: dict[str, Any]) -> int:
+    """How many cells of the report's matrix measured something wrong (exit status 1)."""
+    return sum(c["result"] == "wrong" for row in report["matrix"].values() for c in row.values())
+
+
+# -- printing ----------------------------------------------------------------------------
+
+
+def _join(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def alignment_notes(aligned_only: dict[str, list[str]]) -> list[str]:
+    """The notes printed under the matrix about routes that need 64-byte alignment."""
+    pairs = [f"{src} -> {dst}" for src, dsts in aligned_only.items() for dst in dsts]
+    if not pairs:
+        return []
+    notes = [
+        f"{_join(pairs)} share memory only with 64-byte aligned buffers; an unaligned one "
+        "is copied once (the matrix measured aligned examples)."
+    ]
+    if aligned_only.get("numpy"):
+        numpy_pairs = [f"numpy -> {dst}" for dst in aligned_only["numpy"]]
+        notes.append(
+            "numpy's large allocations are often not 64-byte aligned (they start 16 bytes "
+            f"past a boundary), so {_join(numpy_pairs)} copy those once; explain() tells for "
+            "a given array."
+        )
+    return notes
+
+
+def _wrap(text: str, first: str) -> str:
+    """``text`` wrapped at 100 columns after ``first``, never inside "a -> b"."""
+    kept = text.replace(" -> ", "\u00a0->\u00a0")  # textwrap breaks only at ASCII spaces
+    lines = textwrap.wrap(kept, 100, initial_indent=first, subsequent_indent="  ")
+    return "\n".join(lines).replace("\u00a0", " ")
+
+
+_MARK = {"zero-copy": "zero-copy", "copy": "copy", "none": "none", "wrong": "WRONG"}
+
+
+def print_doctor(report: dict[str, Any]) -> None:
+    """The doctor report as text."""
+    print(
+        f"interop_core {report['interop_core']} on Python {report['python']} ({report['platform']})"
+    )
+    print("\nFrameworks:")
+    w = max([len(f["name"]) for f in report["frameworks"]] + [12])
+    for f in report["frameworks"]:
+        if "version" in f and "error" not in f:
+            devices = ", ".join(f["devices"])
+            print(f"  {f['name']:<{w}} {f['version']:<10} devices: {devices:<14} [{f['plugin']}]")
+        elif "error" in f:
+            print(f"  {f['name']:<{w}} {f['version']:<10} BROKEN: {f['error']}")
+        else:
+            print(f"  {f['name']:<{w}} {'-':<10} not installed: {f['install']}")
+    print(
+        f"\nPlugins loaded ({report['converters']} converters, "
+        f"{report['usable_converters']} usable with the installed frameworks):"
+    )
+    for p in report["plugins"]:
+        print(f"  {p['name']}  ({p['distribution']})")
+    print("Plugins dropped:" + ("" if report["dropped"] else " none"))
+    for d in report["dropped"]:
+        print(f"  {d['name']} ({d['distribution']}): {d['reason']}")
+    names = list(next(iter(report["matrix"].values()), {}))
+    print("\nRoute matrix, measured now (contiguous float32 2x3; zero-copy = data pointers equal):")
+    width = max([len(n) for n in names] + [11]) + 2
+    first = max([len(src) for src in report["matrix"]] + [12]) + 2
+    print(" " * (first + 2) + "".join(f"{n:<{width}}" for n in names))
+    notes = []
+    for src, row in report["matrix"].items():
+        cells = []
+        for dst, cell in row.items():
+            mark = _MARK[cell["result"]]
+            if "why" in cell:
+                notes.append(f"  {src} -> {dst}: {cell['why']}")
+                mark += "*"
+            cells.append(f"{mark:<{width}}")
+        print(f"  {src:<{first}}" + "".join(cells))
+    for n in notes:
+        print(n)
+    for n in report.get("notes", ()):
+        print(_wrap(n, "Note: "))
