@@ -10,6 +10,7 @@ asked only when no framework's types match, in registration order.
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 from collections.abc import Iterable
 
@@ -19,14 +20,21 @@ _MISSING = object()
 
 
 def resolve_type(path: str) -> type | None:
-    """Resolve a dotted path such as "torch.Tensor" from already-imported modules only."""
+    """Resolve a dotted path such as "torch.Tensor" from already-imported modules only.
+
+    Attributes of modules are read from the module's ``__dict__``, so a lazily loaded
+    submodule (PEP 562 ``__getattr__``, as scipy's) is never imported to find out.
+    """
     top, _, rest = path.partition(".")
     obj: object = sys.modules.get(top)
     if obj is None:
         return None
     for part in rest.split(".") if rest else ():
         try:
-            obj = getattr(obj, part, _MISSING)
+            if isinstance(obj, types.ModuleType):
+                obj = vars(obj).get(part, _MISSING)
+            else:
+                obj = getattr(obj, part, _MISSING)
         except Exception:  # a half-initialised module: treat as absent
             return None
         if obj is _MISSING:

@@ -29,6 +29,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.tensorflow",
     "interop_plugins.dlpack",
     "interop_plugins.known",
+    "interop_plugins.protocols",
 )
 
 
