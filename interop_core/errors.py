@@ -72,7 +72,16 @@ def _shown(refused: Sequence[RefusedEdge]) -> list[RefusedEdge]:
 
 
 def _listing(shown: Sequence[RefusedEdge]) -> str:
-    return "\n".join(map(str, shown)) if shown else "  (no converter leads there)"
+    """One line per converter and reason; the edges that share them are listed together."""
+    if not shown:
+        return "  (no converter leads there)"
+    edges: dict[tuple[str, str, str], list[str]] = {}
+    for r in shown:
+        edges.setdefault((r.converter, r.plugin, r.reason), []).append(r.edge)
+    return "\n".join(
+        str(RefusedEdge(name, plugin, ", ".join(dict.fromkeys(e)), reason))
+        for (name, plugin, reason), e in edges.items()
+    )
 
 
 class NoRouteError(InteropError, LookupError):
