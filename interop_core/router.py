@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .errors import (
@@ -122,28 +123,38 @@ def plan(st: State, req: Request) -> Plan:
     """The cheapest route for ``req``, bound to its functions; raises when there is none."""
     route, found = find_route(st, req)
     edges = tuple(e for _, e, _ in found.path)
+    load = _loader(st)
     funcs = tuple(
-        functools.partial(st.cache.load(e, _load), device=Device.parse(after.device))
+        functools.partial(st.cache.load(e, load), device=Device.parse(after.device))
         if e.to_device
-        else st.cache.load(e, _load)
+        else st.cache.load(e, load)
         for _, e, after in found.path
     )
     by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
     return Plan(route, funcs, edges, by_alignment, found.flags)
 
 
-def _load(edge: ConverterSpec) -> Any:
-    try:
-        return edge.load()
-    except ImportError as exc:
-        raise FrameworkNotInstalledError(
-            edge.target, f"pip install interop-core[{edge.target}]"
-        ) from exc
-    except Exception as exc:
-        raise ConversionError(
-            f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to load: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+def _loader(st: State) -> Callable[[ConverterSpec], Any]:
+    """Loads an edge's function; a missing module names the framework and its install hint."""
+
+    def load(edge: ConverterSpec) -> Any:
+        try:
+            return edge.load()
+        except ImportError as exc:
+            top = (exc.name or "").partition(".")[0]
+            owner = next((s for s in st.frameworks.values() if top and s.import_name == top), None)
+            if owner is None:
+                missing = exc.name or edge.target
+                raise FrameworkNotInstalledError(missing, f"pip install {top or missing}") from exc
+            hint = owner.install_hint or f"pip install {owner.distribution or owner.name}"
+            raise FrameworkNotInstalledError(owner.name, hint) from exc
+        except Exception as exc:
+            raise ConversionError(
+                f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to "
+                f"load: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return load
 
 
 def explain_object(

@@ -174,8 +174,8 @@ class FrameworkSpec:
     array_types: tuple[str, ...]
     #: Full description of an array of this framework (slow path, explain, tests).
     describe: Callable[[Any], TensorInfo]
-    #: Cheap hashable that determines every PlanKey field except ``aligned``, the device
-    #: index included (warm path).
+    #: Cheap hashable that determines every PlanKey field except ``aligned`` (and ``copy``,
+    #: which the request gives), the device index included (warm path).
     key: Callable[[Any], Hashable]
     #: Address of the first element (memory-sharing checks, doctor).
     data_ptr: Callable[[Any], int]
@@ -260,7 +260,8 @@ class ConverterSpec:
     to_device: str | None = None
     #: Result is read-only (True), writable (False), or like the input (None).
     readonly_result: bool | None = None
-    #: Result is 64-byte aligned (True), not guaranteed (False), or like the input (None).
+    #: Result is 64-byte aligned (True) or not guaranteed (False); None: like the input for
+    #: a zero-copy edge, aligned for a copy (say False when your copy may not be).
     aligned_result: bool | None = None
     #: Flags of the input the result keeps (all others are cleared).
     keeps_flags: frozenset[str] = frozenset()

@@ -84,9 +84,11 @@ def data_ptr(x: Any) -> int:
 
 
 def example(data: Any, dtype: str) -> Any:
-    """A jax.Array of ``data`` with canonical ``dtype``."""
+    """A jax.Array of ``data`` with canonical ``dtype`` (64-bit ones only with x64 on)."""
     import jax.numpy as jnp
 
+    if dtype in X64.dtypes and not X64.read():
+        raise ValueError(X64.reason.format(dtype=dtype))  # JAX would build a 32-bit array
     return jnp.asarray(data, dtype=dtype)
 
 

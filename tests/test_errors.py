@@ -439,7 +439,24 @@ def test_converter_whose_load_cannot_import_raises_not_installed(
         with pytest.raises(FrameworkNotInstalledError) as info:
             to(BoxA([1.0]), "boxb")
         assert isinstance(info.value, ImportError)
-        assert "pip install" in str(info.value)
+        assert "pip install interop_no_such_module_xyz" in str(info.value)
+
+
+def test_missing_framework_module_names_its_install_hint(boxes: types.ModuleType) -> None:
+    """A converter whose framework import fails points at that framework's install line."""
+
+    class NeedsNumpy(BoxPlugin):
+        @hookimpl
+        def interop_converters(self) -> list[ConverterSpec]:
+            def load() -> Callable[[Any], Any]:
+                raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+
+            return [ConverterSpec("numpy based", "boxa", "boxb", load, zero_copy=True)]
+
+    with isolated_registry(builtins=True) as reg:
+        reg.register(NeedsNumpy(lambda x: x), name="needs-numpy")
+        with pytest.raises(FrameworkNotInstalledError, match=r"interop-core\[numpy\]"):
+            to(BoxA([1.0]), "boxb")
 
 
 def test_describe_failure_is_a_conversion_error(boxes: types.ModuleType) -> None:
