@@ -96,3 +96,29 @@ def test_numpy_to_numpy_imports_no_other_framework() -> None:
         """
     )
     assert result["loaded"] == ["numpy"]
+
+
+def test_loading_every_converter_changes_no_process_wide_state() -> None:
+    """Converter loaders leave the warnings filters and ctypes' shared prototypes alone."""
+    need("numpy")
+    code = """
+        import ctypes, importlib, warnings
+        import interop_core
+        for name in ("numpy", "torch", "jax", "tensorflow", "pandas"):
+            try:  # the frameworks add filters of their own when imported
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        get = ctypes.pythonapi.PyCapsule_GetPointer
+        before = (list(warnings.filters), get.restype, get.argtypes)
+        st = interop_core.default_registry().state
+        loaded = []
+        for edge in st.graph.edges:
+            edge.load()
+            loaded.append(edge.name)
+        after = (list(warnings.filters), get.restype, get.argtypes)
+        print(json.dumps({"same": [before == after], "loaded": loaded}))
+    """
+    out = run_python(code)
+    assert out["same"] == [True]
+    assert len(out["loaded"]) > 10
