@@ -1,7 +1,15 @@
 """Helpers for tests of interop_core and of third-party plugins.
 
-``isolated_registry()`` installs a fresh registry as the default for a ``with`` block;
-``shares_memory()`` and ``data_ptr()`` read data pointers through the framework specs.
+- ``isolated_registry()`` installs a fresh registry as the default for a ``with`` block;
+  ``spec_of()``, ``framework_of()``, ``data_ptr()`` and ``shares_memory()`` read through
+  the framework specs.
+- :func:`independent_data_ptr` and :func:`protocol_view` read an object's memory through a
+  standard protocol (``__array_interface__``, ``__cuda_array_interface__``, DLPack, the
+  buffer protocol), not through any plugin (from :mod:`interop_core.buffers`).
+- :func:`check_framework` and :class:`ConformanceError`: the conformance kit (from
+  :mod:`interop_core.conformance`).
+
+This module imports no framework.
 """
 
 from __future__ import annotations
@@ -11,9 +19,24 @@ from contextlib import contextmanager
 from typing import Any
 
 from .api import default_registry, set_default_registry
+from .buffers import ProtocolView, independent_data_ptr, protocol_view
+from .conformance import ConformanceError, check_framework
 from .errors import NotAnArrayError
 from .registry import Registry
 from .specs import FrameworkSpec
+
+__all__ = [
+    "ConformanceError",
+    "ProtocolView",
+    "check_framework",
+    "data_ptr",
+    "framework_of",
+    "independent_data_ptr",
+    "isolated_registry",
+    "protocol_view",
+    "shares_memory",
+    "spec_of",
+]
 
 
 @contextmanager

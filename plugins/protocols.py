@@ -26,10 +26,9 @@ scipy.sparse matrices are claimed too, only to say what to do instead (``.toarra
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from interop_core import (
     ConverterSpec,
@@ -38,6 +37,15 @@ from interop_core import (
     NotAnArrayError,
     TensorInfo,
     hookimpl,
+)
+from interop_core.buffers import (
+    DLPackInfo,
+    InterfaceInfo,
+    has_buffer,
+    interface_data,
+    read_buffer,
+    read_dlpack,
+    read_interface,
 )
 from interop_core.errors import VARIANT
 from interop_core.predicates import Needs
@@ -62,62 +70,7 @@ _TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
 _JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
 
 
-# -- ctypes: DLPack capsules and Py_buffer, read without any framework ---------------------
-# Prototypes of our own: rewriting ctypes.pythonapi's shared ones (restype/argtypes) would
-# change them for every other user in the process. PYFUNCTYPE keeps the GIL and raises the
-# Python error a failing call sets.
-
-_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi)
-)
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi)
-)
-
-
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("device", _DLDevice),
-        ("ndim", ctypes.c_int32),
-        ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)),
-        ("strides", ctypes.POINTER(ctypes.c_int64)),
-        ("byte_offset", ctypes.c_uint64),
-    ]
-
-
-class _DLManagedTensorVersioned(ctypes.Structure):
-    # DLPack 1.x: the version first, the tensor last (a legacy DLManagedTensor starts with
-    # the tensor).
-    _fields_ = [
-        ("major", ctypes.c_uint32),
-        ("minor", ctypes.c_uint32),
-        ("manager_ctx", ctypes.c_void_p),
-        ("deleter", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64),
-        ("dl_tensor", _DLTensor),
-    ]
-
-
-_VERSIONED, _LEGACY = b"dltensor_versioned", b"dltensor"
-_DLPACK_READ_ONLY = 1  # DLPACK_FLAG_BITMASK_READ_ONLY
-
-#: DLDeviceType -> Device kind. Host-visible kinds other than kDLCPU keep their own names:
-#: no consumer here is declared for them.
-_DL_DEVICES = {
-    1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
-    10: "rocm", 11: "rocm_host", 12: "ext_dev", 13: "cuda_managed", 14: "oneapi",
-    15: "webgpu", 16: "hexagon", 17: "maia",
-}  # fmt: skip
+# -- dtypes and layouts ---------------------------------------------------------------------
 
 #: (DLDataTypeCode, bits) -> canonical dtype (lanes must be 1).
 _DL_DTYPES = {
@@ -129,131 +82,7 @@ _DL_DTYPES = {
 }  # fmt: skip
 
 
-class _DLInfo(NamedTuple):
-    """What a DLPack capsule says about its tensor (read before the capsule is dropped)."""
-
-    address: int
-    device: Device
-    shape: tuple[int, ...]
-    #: In elements, as DLPack gives them; None: C-contiguous.
-    strides: tuple[int, ...] | None
-    code: int
-    bits: int
-    lanes: int
-    readonly: bool
-    #: A legacy "dltensor" capsule (no version, no read-only flag).
-    legacy: bool
-
-
-def _export(x: Any) -> Any:
-    """A DLPack capsule of ``x``: a versioned one when the producer can, else legacy."""
-    try:
-        return x.__dlpack__(max_version=(1, 0))
-    except TypeError:  # a producer older than DLPack 1.0 takes no max_version
-        return x.__dlpack__()
-
-
-def read_capsule(capsule: Any) -> _DLInfo:
-    """The DLTensor of an unconsumed DLPack capsule (versioned or legacy), as Python values.
-
-    The capsule is not consumed: dropped unconsumed, it calls the producer's deleter itself.
-    """
-    if _capsule_is_valid(capsule, _VERSIONED):
-        managed = _DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, _VERSIONED))
-        if managed.major != 1:  # another major version may lay the struct out differently
-            raise BufferError(f"DLPack version {managed.major}.{managed.minor} is not supported")
-        tensor, readonly = managed.dl_tensor, bool(managed.flags & _DLPACK_READ_ONLY)
-        legacy = False
-    elif _capsule_is_valid(capsule, _LEGACY):
-        tensor = _DLTensor.from_address(_capsule_pointer(capsule, _LEGACY))
-        readonly = False  # a legacy capsule cannot say; producers refuse read-only memory
-        legacy = True
-    else:
-        raise TypeError(f"__dlpack__ returned {capsule!r}, not an unconsumed DLPack capsule")
-    ndim = int(tensor.ndim)
-    shape = tuple(int(tensor.shape[i]) for i in range(ndim))
-    strides = tuple(int(tensor.strides[i]) for i in range(ndim)) if tensor.strides else None
-    kind = _DL_DEVICES.get(tensor.device.device_type, f"dldevice{tensor.device.device_type}")
-    return _DLInfo(
-        address=(tensor.data or 0) + int(tensor.byte_offset),
-        device=Device(kind, int(tensor.device.device_id)),
-        shape=shape,
-        strides=strides,
-        code=int(tensor.dtype.code),
-        bits=int(tensor.dtype.bits),
-        lanes=int(tensor.dtype.lanes),
-        readonly=readonly,
-        legacy=legacy,
-    )
-
-
-class _PyBuffer(ctypes.Structure):
-    # Py_buffer (Include/pybuffer.h); ``obj`` as a plain pointer: PyBuffer_Release owns it.
-    _fields_ = [
-        ("buf", ctypes.c_void_p),
-        ("obj", ctypes.c_void_p),
-        ("len", ctypes.c_ssize_t),
-        ("itemsize", ctypes.c_ssize_t),
-        ("readonly", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("format", ctypes.c_char_p),
-        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("internal", ctypes.c_void_p),
-    ]
-
-
-_PyBUF_RECORDS_RO = 0x001C  # PyBUF_STRIDES | PyBUF_FORMAT: strided, read-only accepted
-_check_buffer = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object)(
-    ("PyObject_CheckBuffer", ctypes.pythonapi)
-)
-_get_buffer = ctypes.PYFUNCTYPE(
-    ctypes.c_int, ctypes.py_object, ctypes.POINTER(_PyBuffer), ctypes.c_int
-)(("PyObject_GetBuffer", ctypes.pythonapi))
-_release_buffer = ctypes.PYFUNCTYPE(None, ctypes.POINTER(_PyBuffer))(
-    ("PyBuffer_Release", ctypes.pythonapi)
-)
-
-
-class _BufferInfo(NamedTuple):
-    """What an object's buffer export says (read, then the export is released)."""
-
-    address: int
-    readonly: bool
-    format: str
-    itemsize: int
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-
-
-def read_buffer(obj: Any) -> _BufferInfo:
-    """Address, format, shape and byte strides of ``obj``'s buffer (the export is released)."""
-    view = _PyBuffer()
-    _get_buffer(obj, ctypes.byref(view), _PyBUF_RECORDS_RO)
-    try:
-        ndim = int(view.ndim)
-        shape = tuple(int(view.shape[i]) for i in range(ndim)) if ndim else ()
-        if ndim and view.strides:
-            strides = tuple(int(view.strides[i]) for i in range(ndim))
-        else:  # ctypes leaves strides NULL for its C-contiguous arrays
-            strides = c_strides(shape, max(int(view.itemsize), 1))
-        return _BufferInfo(
-            address=view.buf or 0,
-            readonly=bool(view.readonly),
-            format=(view.format or b"B").decode("ascii", "replace"),
-            itemsize=int(view.itemsize),
-            shape=shape,
-            strides=strides,
-        )
-    finally:
-        _release_buffer(ctypes.byref(view))
-
-
-# -- dtypes and layouts ---------------------------------------------------------------------
-
-
-def _dl_dtype(info: _DLInfo) -> str:
+def _dl_dtype(info: DLPackInfo) -> str:
     """Canonical dtype of a DLPack tensor (a descriptive non-canonical name otherwise)."""
     name = _DL_DTYPES.get((info.code, info.bits)) if info.lanes == 1 else None
     return name or f"dlpack dtype (code={info.code}, bits={info.bits}, lanes={info.lanes})"
@@ -319,9 +148,9 @@ def _speaks_dlpack(obj: Any) -> bool:
 
 
 def _dl_describe(x: Any) -> tuple[TensorInfo, int]:
-    info = read_capsule(_export(x))  # the capsule is dropped unconsumed: it frees itself
+    info = read_dlpack(x)  # the capsule is dropped unconsumed: it frees itself
     dtype = _dl_dtype(info)
-    itemsize = _itemsize(dtype, info.bits * info.lanes // 8)
+    itemsize = _itemsize(dtype, info.itemsize)
     canonical = c_strides(info.shape, itemsize)
     strides = None if info.strides is None else tuple(s * itemsize for s in info.strides)
     layout = _layout(info.shape, strides, itemsize)
@@ -411,21 +240,17 @@ def _speaks_cai(obj: Any) -> bool:
 
 
 def _interface_info(
-    framework: str, d: dict[str, Any], device: Device, address: int, readonly: bool,
-    flags: frozenset[str] = frozenset(),
-) -> TensorInfo:  # fmt: skip
-    """A TensorInfo from an (array or CUDA) interface dict and the data's address."""
-    typestr = str(d["typestr"])
-    dtype = typestr_dtype(typestr)
-    itemsize = _itemsize(dtype, int(typestr[2:]) if typestr[2:].isdigit() else 1)
-    shape = tuple(int(n) for n in d["shape"])
-    strides = d.get("strides")
-    layout = _layout(shape, None if strides is None else tuple(map(int, strides)), itemsize)
-    if d.get("mask") is not None:
+    framework: str, info: InterfaceInfo, device: Device, flags: frozenset[str] = frozenset()
+) -> TensorInfo:
+    """A TensorInfo from what an (array or CUDA) interface dict says."""
+    dtype = typestr_dtype(info.typestr)
+    itemsize = _itemsize(dtype, info.itemsize or 1)
+    if info.masked:
         flags |= {"masked"}
     return TensorInfo(
-        framework, dtype, device, shape, layout, readonly, address % ALIGNMENT == 0, flags
-    )
+        framework, dtype, device, info.shape, _layout(info.shape, info.strides, itemsize),
+        info.readonly, info.address % ALIGNMENT == 0, flags,
+    )  # fmt: skip
 
 
 def _cuda_device(x: Any) -> Device:
@@ -436,9 +261,8 @@ def _cuda_device(x: Any) -> Device:
 
 def describe_cai(x: Any) -> TensorInfo:
     """Describe a ``__cuda_array_interface__`` object from its dict (no framework needed)."""
-    d = x.__cuda_array_interface__
-    ptr, readonly = d["data"]
-    return _interface_info("cuda_array_interface", d, _cuda_device(x), int(ptr), bool(readonly))
+    info = read_interface(x.__cuda_array_interface__)
+    return _interface_info("cuda_array_interface", info, _cuda_device(x))
 
 
 def cai_key(x: Any) -> Any:
@@ -477,27 +301,18 @@ def _speaks_array_interface(obj: Any) -> bool:
     return _has(obj, "__array_interface__")
 
 
-def _interface_data(x: Any, d: dict[str, Any]) -> tuple[int, bool]:
-    """(address, read-only) of the data an array-interface dict points at."""
-    data = d.get("data")
-    if isinstance(data, tuple):  # (pointer, read-only); "offset" applies only to buffers
-        return int(data[0]), bool(data[1])
-    buf = read_buffer(x if data is None else data)
-    return buf.address + int(d.get("offset") or 0), buf.readonly
-
-
 def _ai_describe(x: Any) -> tuple[TensorInfo, int]:
     first = x.__array_interface__
-    address, readonly = _interface_data(x, first)
+    info = read_interface(first, x)
     fresh = False
     if first.get("data") is not None:
         # Ask again while the first answer is alive: a producer that builds a new buffer
         # per access (PIL's tobytes()) answers with another address.
         second = x.__array_interface__
-        fresh = _interface_data(x, second)[0] != address
+        fresh = interface_data(second, x)[0] != info.address
         del second
     flags = frozenset({FRESH}) if fresh else frozenset()
-    return _interface_info("array_interface", first, CPU, address, readonly, flags), address
+    return _interface_info("array_interface", info, CPU, flags), info.address
 
 
 def describe_array_interface(x: Any) -> TensorInfo:
@@ -549,7 +364,7 @@ def _speaks_buffer(obj: Any) -> bool:
     # What memoryview(obj) needs, asked of the type: detection caches the answer per type,
     # so it must not depend on one object's state (a closed mmap, a released memoryview),
     # and asking exports nothing.
-    return _plain(obj) and bool(_check_buffer(obj))
+    return _plain(obj) and has_buffer(obj)
 
 
 def describe_buffer(x: Any) -> TensorInfo:

@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.buffers import capsule_address
 from interop_core.predicates import Needs
 from interop_core.specs import DTYPES
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
-
-
-# A prototype of our own: rewriting ctypes.pythonapi's shared one would change it for
-# every other user in the process.
-_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_GetPointer", ctypes.pythonapi)
-)
-
-
-def capsule_data_ptr(capsule: Any) -> int:
-    """Address of the first element of a legacy "dltensor" DLPack capsule."""
-    managed = _capsule_pointer(capsule, b"dltensor")
-    # DLTensor: void* data; DLDevice (8 B); int32 ndim; DLDataType (4 B); int64* shape;
-    # int64* strides; uint64 byte_offset -> byte_offset sits 40 bytes in.
-    data = ctypes.c_void_p.from_address(managed).value or 0
-    return data + ctypes.c_uint64.from_address(managed + 40).value
 
 
 def device_of(name: str) -> Device:
@@ -79,7 +63,7 @@ def data_ptr(t: Any) -> int:
     """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
     import tensorflow as tf
 
-    return capsule_data_ptr(tf.experimental.dlpack.to_dlpack(t))
+    return capsule_address(tf.experimental.dlpack.to_dlpack(t))
 
 
 def example(data: Any, dtype: str) -> Any:

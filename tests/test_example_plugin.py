@@ -1,5 +1,10 @@
 """The example third-party plugin (examples/interop-example-plugin), installed as users would.
 
+The conformance kit (``interop_core.testing.check_framework``) checks the pyarray framework
+against every installed framework, as a plugin author's own tests would; the tests below it
+check what is particular to this plugin: its entry point, its routes, the aliasing of its
+buffer, and the doctor's report.
+
 The nox session "plugins" installs it (``pip install ./examples/interop-example-plugin``) and
 names it in INTEROP_REQUIRE, so there these tests must run; elsewhere they skip.
 """
@@ -15,7 +20,8 @@ from typing import Any
 import pytest
 from conftest import required
 
-from interop_core import default_registry, explain, to
+from interop_core import NoRouteError, Registry, default_registry, explain, to
+from interop_core.testing import check_framework
 
 try:
     import interop_example_plugin as example
@@ -36,6 +42,25 @@ def _plugin_name() -> str:
     names = [n for n, p in default_registry().pm.list_name_plugin() if p is example]
     assert names, "interop_example_plugin was not loaded from its entry point"
     return names[0]
+
+
+def test_pyarray_passes_the_conformance_kit(np: Any) -> None:
+    """The kit, as the plugin's author runs it: the default registry, where the plugin was
+    loaded from its entry point, against every installed framework."""
+    done = check_framework("pyarray")
+    assert "float32 -> numpy: zero-copy; back: copy" in done, done
+    assert "float64 -> numpy: zero-copy; back: copy" in done, done
+    assert any(line.startswith("dtypes it does not hold raise NoRouteError") for line in done)
+
+
+def test_pyarray_passes_the_kit_in_a_registry_of_its_own(np: Any) -> None:
+    """Registered by hand beside the built-ins (how a plugin's tests run when entry points
+    are off), and checked against numpy only."""
+    reg = Registry(entry_points=False)
+    reg.register(example, name="example")
+    done = check_framework("pylist", registry=reg, others=["numpy"], dtypes=["float32"])
+    assert "float32 -> numpy: zero-copy; back: copy" in done, done
+    assert not any("float64" in line for line in done), done
 
 
 def test_loaded_from_its_entry_point_with_its_distribution() -> None:
@@ -68,14 +93,6 @@ def test_to_numpy_is_zero_copy(np: Any, dtype: str) -> None:
     assert n.tolist() == [[42.0, 2.0, 3.0], [4.0, 5.0, 6.0]]  # the view keeps the buffer alive
 
 
-def test_copy_true_gives_a_new_buffer(np: Any) -> None:
-    a = PyArray(DATA)
-    n = to(a, "numpy", copy=True)
-    assert n.tolist() == DATA
-    assert n.ctypes.data != a.data_ptr
-    assert explain(a, "numpy", copy=True).copies == 1
-
-
 def test_to_torch_goes_through_numpy(torch: Any) -> None:
     a = PyArray(DATA, "float32")
     t = to(a, "torch")
@@ -104,9 +121,7 @@ def test_back_to_pyarray_copies(torch: Any) -> None:
     assert route.steps[-1].plugin == "example"
 
 
-def test_dtypes_it_cannot_hold_raise(np: Any) -> None:
-    from interop_core import NoRouteError
-
+def test_dtypes_it_cannot_hold_raise_naming_the_dtype(np: Any) -> None:
     with pytest.raises(NoRouteError, match="pyarray has no dtype int64"):
         to(np.arange(3, dtype=np.int64), "pyarray")
 

@@ -244,6 +244,8 @@ def interop_converters() -> list[ConverterSpec]:
             target=FRAMEWORK,
             load=_from_numpy,
             zero_copy=False,
+            # array.array allocates with malloc: not 64-byte aligned (a copy is, by default).
+            aligned_result=False,
             accepts=Needs(
                 no_dtypes=_OTHER_DTYPES,
                 dtype_reason="pyarray holds only float32 and float64",
