@@ -112,7 +112,8 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         advice = ""
         if req.device != info.device:
             advice = (
-                f"No installed plugin moves {info.framework} arrays from {info.device} to {goal}."
+                f"{goal} is reached only by a device move that accepts this array; "
+                "`python -m interop_core doctor` lists the devices each framework sees."
             )
         raise NoRouteError(req.what(), found.refused, advice, relevant)
     route = make_route(info, start, target.name, goal, found.path, found.refused)

@@ -154,8 +154,12 @@ class TensorInfo(NamedTuple):
         )
 
 
-def _accept_all(key: PlanKey) -> str | None:
-    return None
+def _plain_arrays() -> Callable[[PlanKey], str | None]:
+    """The default predicate: ``Needs()``, which refuses opaque arrays (sparse, traced, ...)
+    and arrays requiring grad, so a converter must opt in to those."""
+    from .predicates import Needs  # predicates builds on this module
+
+    return Needs()
 
 
 @dataclass(frozen=True)
@@ -249,8 +253,9 @@ class ConverterSpec:
     load: Callable[[], Callable[..., Any]]
     #: True when the result shares the input's memory (data pointers equal).
     zero_copy: bool
-    #: Returns None to accept, or the reason it refuses this PlanKey.
-    accepts: Callable[[PlanKey], str | None] = _accept_all
+    #: Returns None to accept, or the reason it refuses this PlanKey (default ``Needs()``:
+    #: any dense array without opaque flags or requires_grad).
+    accepts: Callable[[PlanKey], str | None] = field(default_factory=_plain_arrays)
     #: Estimated warm cost in µs: the tie-breaker among routes with equal copies and hops.
     cost: float = 1.0
     #: Device kinds the edge works on (and keeps).
