@@ -839,7 +839,7 @@ def test_scipy_sparse_gets_advice(kind: str) -> None:
     m = getattr(sp, kind)(np.eye(3))
     for call in (to, explain):
         with pytest.raises(NotAnArrayError) as info:
-            call(m, "torch")
+            call(m, "numpy")
         msg = str(info.value)
         assert ".toarray()" in msg and "torch.sparse_coo_tensor" in msg and ".tocoo()" in msg
         assert kind in msg

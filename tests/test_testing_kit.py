@@ -37,7 +37,8 @@ def test_builtin_framework_conforms(name: str) -> None:
     others = [o for o in BUILTINS if o != name and available(o)]
     done = check_framework(name, others=others)
     assert done[0].startswith("spec: "), done
-    assert any(" -> " in line and "zero-copy" in line for line in done), done
+    if others:  # with no other framework installed there is no pair to check
+        assert any(" -> " in line and "zero-copy" in line for line in done), done
     assert any(line.startswith("float32: identity") for line in done), done
 
 
