@@ -315,6 +315,12 @@ def versions() -> str:
     return ", ".join(parts)
 
 
+def calibration_ms() -> float:
+    """A machine-speed reference: median ms of ``sum(range(10**6))`` in this process, so runs
+    on machines (or moments) of different speed can be compared."""
+    return statistics.median(timeit.repeat(lambda: sum(range(10**6)), number=1, repeat=15)) * 1e3
+
+
 def main() -> int:
     """Run every benchmark, print the report, optionally write it to a file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -347,6 +353,8 @@ def main() -> int:
         "",
         "Written by `python benchmarks/bench.py --write docs/benchmarks.md` (or `nox -s bench`).",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores; {versions()}.",
+        f"Speed reference: `sum(range(10**6))` took {calibration_ms():.1f} ms (median) in this "
+        "run; on a shared VM it varies, and every µs figure below scales with it.",
         "Each comparison is interleaved (A, B, A, B, ...) in one process; numbers are medians."
         + (" Quick run (fewer rounds)." if args.quick else ""),
         "",
