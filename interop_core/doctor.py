@@ -181,6 +181,8 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         )  # torch.from_numpy of a read-only view, once per process
         for spec in st.frameworks.values():
             row: dict[str, Any] = {"name": spec.name, "plugin": spec.plugin}
+            if not spec.target:
+                row["source_only"] = spec.protocol or spec.name
             if reg.installed(spec):
                 row["version"] = _version(spec)
                 try:
@@ -262,8 +264,9 @@ def print_doctor(report: dict[str, Any]) -> None:
         f"interop_core {report['interop_core']} on Python {report['python']} ({report['platform']})"
     )
     print("\nFrameworks:")
-    w = max([len(f["name"]) for f in report["frameworks"]] + [12])
-    for f in report["frameworks"]:
+    frameworks = [f for f in report["frameworks"] if "source_only" not in f]
+    w = max([len(f["name"]) for f in frameworks] + [12])
+    for f in frameworks:
         if "version" in f and "error" not in f:
             devices = ", ".join(f["devices"])
             print(f"  {f['name']:<{w}} {f['version']:<10} devices: {devices:<14} [{f['plugin']}]")
@@ -271,6 +274,13 @@ def print_doctor(report: dict[str, Any]) -> None:
             print(f"  {f['name']:<{w}} {f['version']:<10} BROKEN: {f['error']}")
         else:
             print(f"  {f['name']:<{w}} {'-':<10} not installed: {f['install']}")
+    sources = [f for f in report["frameworks"] if "source_only" in f and "install" not in f]
+    if sources:
+        print("\nAlso converted from (sources only):")
+        sw = max(len(f["name"]) for f in sources)
+        for f in sources:
+            what = f["source_only"] if f["source_only"] != f["name"] else ""
+            print(f"  {f['name']:<{sw}}  [{f['plugin']}]  {what}".rstrip())
     print(
         f"\nPlugins loaded ({report['converters']} converters, "
         f"{report['usable_converters']} usable with the installed frameworks):"
