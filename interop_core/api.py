@@ -8,7 +8,8 @@ reads the registry's state once and keeps that snapshot to the end.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from .containers import map_leaves
@@ -36,6 +37,16 @@ def set_default_registry(registry: Registry | None) -> Registry | None:
     global _default
     old, _default = _default, registry
     return old
+
+
+@contextmanager
+def using_registry(registry: Registry) -> Iterator[Registry]:
+    """Make ``registry`` the default (what ``to()``/``explain()`` use) for a ``with`` block."""
+    old = set_default_registry(registry)
+    try:
+        yield registry
+    finally:
+        set_default_registry(old)
 
 
 def to(

@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NoReturn
 
-from .api import default_registry, explain, set_default_registry, to
+from .api import default_registry, explain, to, using_registry
 from .buffers import ProtocolView, independent_data_ptr, protocol_view
 from .errors import CopyRequiredError, FrameworkNotInstalledError, NoRouteError
 from .manager import PluginWarning
@@ -91,11 +91,8 @@ def check_framework(
     """
     if registry is None:
         return _Kit(default_registry(), name, others, dtypes).run()
-    old = set_default_registry(registry)
-    try:
+    with using_registry(registry):
         return _Kit(registry, name, others, dtypes).run()
-    finally:
-        set_default_registry(old)
 
 
 def _nested(shape: Sequence[int], dtype: str, reverse: bool = False) -> Any:

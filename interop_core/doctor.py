@@ -1,8 +1,7 @@
 """The ``doctor`` report: frameworks, plugins, devices and the route matrix, measured live.
 
-Also the two context managers the command line runs frameworks under: :func:`as_default`
-(a registry as the default of ``to()``/``explain()``) and :func:`native_stderr_silenced`
-(the C++ start-up lines frameworks write to file descriptor 2 sent to /dev/null).
+Also :func:`native_stderr_silenced`, which the command line runs frameworks under (the C++
+start-up lines frameworks write to file descriptor 2 sent to /dev/null).
 
 Imported by the command line only; frameworks are imported when the report is measured.
 """
@@ -20,7 +19,7 @@ from importlib import metadata
 from typing import IO, Any
 
 from . import __version__
-from .api import explain, set_default_registry, to
+from .api import explain, to, using_registry
 from .errors import InteropError
 from .example_arrays import ExampleError, make_example
 from .registry import Registry
@@ -30,16 +29,6 @@ from .specs import FrameworkSpec
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
 
 # -- running frameworks quietly ----------------------------------------------------------
-
-
-@contextmanager
-def as_default(reg: Registry) -> Iterator[Registry]:
-    """Make ``reg`` the registry of ``to()``/``explain()`` for the block."""
-    old = set_default_registry(reg)
-    try:
-        yield reg
-    finally:
-        set_default_registry(old)
 
 
 #: A duplicate of the original stderr, kept open for the whole process: a logging handler
@@ -174,7 +163,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     st = reg.state
     frameworks = []
     installed = []
-    with as_default(reg), native_stderr_silenced(), warnings.catch_warnings():
+    with using_registry(reg), native_stderr_silenced(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.filterwarnings(
             "ignore", "The given NumPy array is not writable", UserWarning

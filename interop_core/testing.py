@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .api import default_registry, set_default_registry
+from .api import default_registry, using_registry
 from .buffers import ProtocolView, independent_data_ptr, protocol_view
 from .conformance import ConformanceError, check_framework
 from .errors import NotAnArrayError
@@ -47,11 +47,8 @@ def isolated_registry(
     reg = Registry(builtins=builtins, entry_points=entry_points)
     for plugin in plugins:
         reg.register(plugin)
-    old = set_default_registry(reg)
-    try:
+    with using_registry(reg):
         yield reg
-    finally:
-        set_default_registry(old)
 
 
 def spec_of(x: Any, registry: Registry | None = None) -> FrameworkSpec:

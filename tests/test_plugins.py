@@ -15,7 +15,6 @@ import textwrap
 import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +31,10 @@ from interop_core import (
     UnknownFrameworkError,
     explain,
     hookimpl,
-    set_default_registry,
     to,
 )
 from interop_core import __main__ as cli
+from interop_core.api import using_registry
 from interop_core.doctor import doctor_report
 from interop_core.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager, PluginWarning
 from interop_core.specs import CPU
@@ -174,16 +173,6 @@ def reg() -> Iterator[Registry]:
         r.register(module_plugin("alpha_plugin", [ALPHA]), name="alpha-plugin")
         r.register(BetaPlugin(), name="beta-plugin")
         yield r
-
-
-@contextmanager
-def as_default(registry: Registry) -> Iterator[Registry]:
-    """Make ``registry`` the default for a ``with`` block."""
-    old = set_default_registry(registry)
-    try:
-        yield registry
-    finally:
-        set_default_registry(old)
 
 
 def route_of(x: Any, target: str, **kw: Any) -> list[tuple[str, str]]:
@@ -373,7 +362,7 @@ def test_plugin_whose_hook_raises_is_dropped_at_build() -> None:
     assert pm.get_plugin("exploding") is None
     assert [d.name for d in pm.dropped] == ["exploding"]
     assert "interop_converters() raised RuntimeError: boom" in pm.dropped[0].reason
-    with as_default(reg):
+    with using_registry(reg):
         assert to(Alpha([1.0]), "beta").by == "slow copy"
 
 
@@ -610,7 +599,7 @@ def test_doctor_command_lists_loaded_and_dropped_plugins(
     with pytest.warns(PluginWarning) as record:
         reg = numpy_and_entry_points()
     assert {"broken", "raising"} <= {d.name for d in reg.pm.dropped}, record
-    with as_default(reg):
+    with using_registry(reg):
         assert cli.main(["doctor"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "  good  (interop-test-good)" in out, out
