@@ -52,7 +52,8 @@ from interop_core.predicates import Needs
 from interop_core.specs import ALIGNMENT, CPU, DTYPES, ITEMSIZE, PlanKey, c_strides, classify_layout
 
 from .jax import X64
-from .numpy import ML_DTYPES, aligned_copy, dtype_name
+from .numpy import ML_DTYPES, aligned_copy
+from .numpy import describe as describe_ndarray
 
 #: Flag: the producer builds new memory on every access (its "zero-copy" export copies).
 FRESH = "fresh"
@@ -410,14 +411,6 @@ def _speaks_array(obj: Any) -> bool:
     return hasattr(type(obj), "__array__") and _plain(obj)
 
 
-def _np_layout(a: Any) -> str:
-    if a.flags.c_contiguous:
-        return "C"
-    if a.flags.f_contiguous:
-        return "F"
-    return classify_layout(a.shape, a.strides, a.itemsize)
-
-
 def _al_describe(x: Any) -> tuple[TensorInfo, int]:
     import numpy as np
 
@@ -427,15 +420,8 @@ def _al_describe(x: Any) -> tuple[TensorInfo, int]:
     # the object's own memory (a pandas Series); two that do not, a new array each time
     # (a mixed-dtype DataFrame). Both arrays are alive, so their addresses cannot collide.
     fresh = int(np.asarray(x).ctypes.data) != address
-    described = TensorInfo(
-        framework="array_like",
-        dtype=dtype_name(first.dtype),
-        device=CPU,
-        shape=tuple(first.shape),
-        layout=_np_layout(first),
-        readonly=not first.flags.writeable,
-        aligned=address % ALIGNMENT == 0,
-        flags=frozenset({FRESH}) if fresh else frozenset(),
+    described = describe_ndarray(first)._replace(
+        framework="array_like", flags=frozenset({FRESH}) if fresh else frozenset()
     )
     return described, address
 
