@@ -14,6 +14,7 @@ from .api import (
     to,
     unregister,
 )
+from .context import CallContext
 from .errors import (
     ConversionError,
     CopyRequiredError,
@@ -23,6 +24,7 @@ from .errors import (
     NotAnArrayError,
     PluginError,
     UnknownFrameworkError,
+    UnsupportedTransformError,
 )
 from .hookspecs import hookimpl, hookspec
 from .planner import Route, Step
@@ -32,6 +34,7 @@ from .specs import ConverterSpec, Device, FrameworkSpec, KnownFramework, PlanKey
 __version__ = "0.1.0"
 
 __all__ = [
+    "CallContext",
     "ConversionError",
     "ConverterSpec",
     "CopyRequiredError",
@@ -51,6 +54,7 @@ __all__ = [
     "Step",
     "TensorInfo",
     "UnknownFrameworkError",
+    "UnsupportedTransformError",
     "__version__",
     "default_registry",
     "explain",

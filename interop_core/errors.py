@@ -128,3 +128,8 @@ class ConversionError(InteropError, RuntimeError):
 
 class PluginError(InteropError):
     """A plugin is broken or conflicts with another; names the plugin and its distribution."""
+
+
+class UnsupportedTransformError(InteropError, NotImplementedError):
+    """A converted function met a transformation its bridge cannot carry (jax.vmap or
+    forward-mode through call_tf, ...); the message names it and what to do instead."""
