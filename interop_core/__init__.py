@@ -6,7 +6,6 @@ imported by the plugins' converters when a route first needs them.
 
 from .api import (
     DeviceError,
-    OptionError,
     default_registry,
     explain,
     register,
@@ -22,6 +21,7 @@ from .errors import (
     InteropError,
     NoRouteError,
     NotAnArrayError,
+    OptionError,
     PluginError,
     UnknownFrameworkError,
     UnsupportedTransformError,
@@ -29,7 +29,15 @@ from .errors import (
 from .hookspecs import hookimpl, hookspec
 from .planner import Route, Step
 from .registry import Registry
-from .specs import ConverterSpec, Device, FrameworkSpec, KnownFramework, PlanKey, TensorInfo
+from .specs import (
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    KnownFramework,
+    PlanKey,
+    TensorInfo,
+)
 
 __version__ = "0.1.0"
 
@@ -43,6 +51,7 @@ __all__ = [
     "FrameworkNotInstalledError",
     "FrameworkSpec",
     "InteropError",
+    "KindSpec",
     "KnownFramework",
     "NoRouteError",
     "NotAnArrayError",

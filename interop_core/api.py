@@ -13,10 +13,18 @@ from contextlib import contextmanager
 from typing import Any
 
 from .containers import map_leaves
-from .errors import InteropError, NotAnArrayError
+from .errors import InteropError, NotAnArrayError, OptionError
 from .registry import Registry, State
-from .router import convert, explain_object, warm_failure
-from .specs import Device, FrameworkSpec
+from .router import (
+    Request,
+    convert,
+    convert_object,
+    explain_object,
+    find_route,
+    object_request,
+    warm_failure,
+)
+from .specs import Device, FrameworkSpec, KindSpec
 
 _default: Registry | None = None
 _default_lock = threading.Lock()
@@ -52,7 +60,7 @@ def using_registry(registry: Registry) -> Iterator[Registry]:
 def to(
     obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any
 ) -> Any:
-    """Convert ``obj`` (an array, or a container of them) to the ``target`` framework.
+    """Convert ``obj`` (an array, a container of them, or a function) to ``target``.
 
     ``target`` is a framework name or alias (any case) or a framework module.
     ``device`` None keeps the source device. ``copy`` follows the Array API's
@@ -60,11 +68,22 @@ def to(
     CopyRequiredError), True never shares memory with ``obj``.
     Containers (dict, list, tuple, namedtuple, ...) keep their structure; leaves that are
     not arrays pass through unchanged, but a call that finds no array at all raises.
+    A function becomes a function of ``target`` (arrays in and out, gradients carried);
+    ``source=`` names the framework a plain Python function is written for, and other
+    options reach the converters that declare them (``explain()`` lists them).
     """
-    st = (_default or default_registry()).state
+    reg = _default or default_registry()
+    return _to(reg, reg.state, obj, target, device, copy, options)
+
+
+def _to(
+    reg: Registry, st: State, obj: Any, target: Any, device: Any, copy: Any,
+    options: dict[str, Any],
+) -> Any:  # fmt: skip
+    """``to()`` on the registry snapshot ``st``: the warm path, else :func:`_convert`."""
     # copy=1 or 0 hash like True/False: only the three real values may take the warm path.
     if options or not (copy is None or copy is True or copy is False):
-        return _convert(_default or default_registry(), st, obj, target, device, copy, options)
+        return _convert(reg, st, obj, target, device, copy, options)
     try:
         if device is None and copy is None:  # the common request: two one-object lookups
             keyfn, runners = st.plain[target][type(obj)]
@@ -72,15 +91,26 @@ def to(
             keyfn, runners = st.fast[type(obj), target, device, copy]
         run = runners[keyfn(obj)]
     except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
-        return _convert(_default or default_registry(), st, obj, target, device, copy, options)
+        return _convert(reg, st, obj, target, device, copy, options)
     try:
         return run(obj)
     except Exception as exc:  # the failed step is handled, never run again
-        reg = _default or default_registry()
         return warm_failure(
             st, obj, reg.resolve(target, st), parse_device(st, device), copy,
             (type(obj), target, device, copy), exc,
         )  # fmt: skip
+
+
+def bound_to(reg: Registry, st: State) -> Callable[..., Any]:
+    """A ``to()`` that always uses the snapshot ``st`` of ``reg`` (for converters that
+    convert on every call, such as function bridges)."""
+
+    def to_in_snapshot(
+        obj: Any, target: Any, *, device: Any = None, copy: bool | None = None, **options: Any
+    ) -> Any:
+        return _to(reg, st, obj, target, device, copy, options)
+
+    return to_in_snapshot
 
 
 def explain(
@@ -92,16 +122,20 @@ def explain(
     """
     reg = _default or default_registry()
     st = reg.state
-    _check_options(copy, options)
-    spec = reg.resolve(target, st)
-    dev = parse_device(st, device)
-
-    def one(leaf: Any, src: FrameworkSpec) -> Any:
-        return explain_object(st, leaf, src, spec, dev, copy)
-
+    spec, dev, source, options = _prepare(reg, st, target, device, copy, options)
     src = st.detect(obj)
     if src is not None:
-        return explain_object(st, obj, src, spec, dev, copy)
+        _check_source(reg, st, source, src.name, obj)
+        return explain_object(st, obj, src, spec, dev, copy, options)
+    kind = _kind_of(st, obj)
+    if kind is not None:
+        req = _object_request(reg, st, obj, kind, source, spec, dev, copy, options)
+        return find_route(st, req)[0]
+
+    def one(leaf: Any, src: FrameworkSpec) -> Any:
+        _check_source(reg, st, source, src.name, leaf)
+        return explain_object(st, leaf, src, spec, dev, copy, options)
+
     return _containers(st, obj, spec, one, plain=False)
 
 
@@ -146,42 +180,98 @@ class DeviceError(InteropError, ValueError):
     """The ``device`` argument cannot be understood."""
 
 
-class OptionError(InteropError, TypeError):
-    """An argument of ``to()``/``explain()`` has a wrong value or is unknown."""
-
-
-def _check_options(copy: Any, options: Mapping[str, Any]) -> None:
+def _prepare(
+    reg: Registry, st: State, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
+) -> tuple[FrameworkSpec, Device | None, Any, dict[str, Any]]:
+    """Check what every request needs: the target's spec, the device, copy; ``source=``
+    is taken out of the options."""
     if not (copy is None or copy is True or copy is False):  # 1 == True must not pass
         raise OptionError(
             f"copy must be None, True or False, not {copy!r} ({type(copy).__name__}): "
             "copy=1 or copy=0 would read as a different request."
         )
-    if options:
+    options = dict(options)
+    source = options.pop("source", None)
+    return reg.resolve(target, st), parse_device(st, device), source, options
+
+
+def _source_name(reg: Registry, st: State, source: Any) -> str:
+    """The framework ``source=`` names (any alias or case, or its module)."""
+    if isinstance(source, str) and source.lower() in st.names:
+        return st.names[source.lower()]
+    return reg.resolve(source, st).name
+
+
+def _check_source(reg: Registry, st: State, source: Any, found: str, obj: Any) -> None:
+    """``source=`` may only confirm what detection found."""
+    if source is not None and _source_name(reg, st, source) != found:
         raise OptionError(
-            f"Unknown option(s) for converting arrays: {', '.join(sorted(options))}. "
-            "to() takes device= and copy=."
+            f"source={source!r} does not match the object: it is a {found} "
+            f"{type(obj).__name__}. source= names the framework of objects that do not say "
+            "it themselves (plain Python functions); leave it out here."
         )
+
+
+def _kind_of(st: State, obj: Any) -> KindSpec | None:
+    """The kind spec of a non-array object (containers are never one)."""
+    return None if isinstance(obj, (dict, list, tuple)) else st.detect.kind(obj)
+
+
+def _object_request(
+    reg: Registry, st: State, obj: Any, kind: KindSpec, source: Any, target: FrameworkSpec,
+    device: Device | None, copy: Any, options: Mapping[str, Any],
+) -> Request:  # fmt: skip
+    """The request for a function (or another non-array kind), its framework settled."""
+    what = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    if copy is not None:
+        raise OptionError(
+            f"copy={copy!r} applies to arrays; {what} is a {kind.kind}, which is wrapped, "
+            "not copied (the arrays it takes and returns cross zero-copy where possible). "
+            "Leave copy= out."
+        )
+    if kind.framework:
+        _check_source(reg, st, source, kind.framework, obj)
+        framework = st.frameworks[kind.framework]
+    elif source is None:
+        frameworks = sorted({e.source for e in st.declared if e.kind == kind.kind})
+        if not frameworks:
+            raise NotAnArrayError(
+                f"Cannot convert {what!r}: it is a {kind.kind}, and no installed plugin "
+                f"converts {kind.kind}s."
+            )
+        raise OptionError(
+            f"Cannot tell which framework the {kind.kind} {what!r} is written for: a plain "
+            f"Python callable does not say. Pass source= naming it (one of: "
+            f"{', '.join(frameworks)}), e.g. to(f, {target.name!r}, source={frameworks[0]!r})."
+        )
+    else:
+        framework = st.frameworks[_source_name(reg, st, source)]
+    return object_request(kind, framework, target, device, copy, options)
 
 
 def _convert(
     reg: Registry, st: State, obj: Any, target: Any, device: Any, copy: Any,
     options: Mapping[str, Any],
 ) -> Any:  # fmt: skip
-    _check_options(copy, options)
-    spec = reg.resolve(target, st)
-    dev = parse_device(st, device)
-    fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
-    try:
-        hash(fast_key)
-    except TypeError:
-        fast_key = None
-
+    spec, dev, source, rest = _prepare(reg, st, target, device, copy, options)
     src = st.detect(obj)
     if src is not None:
-        return convert(st, obj, src, spec, dev, copy, fast_key)
+        _check_source(reg, st, source, src.name, obj)
+        fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
+        try:
+            hash(fast_key)
+        except TypeError:
+            fast_key = None
+        # The warm path keys no options: a request with options is planned every time.
+        return convert(st, obj, src, spec, dev, copy, None if rest else fast_key, rest)
+    kind = _kind_of(st, obj)
+    if kind is not None:
+        return convert_object(
+            st, obj, _object_request(reg, st, obj, kind, source, spec, dev, copy, rest)
+        )
 
     def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s warm path
-        return to(x, target, device=device, copy=copy)
+        return _to(reg, st, x, target, device, copy, dict(options))
 
     return _containers(st, obj, spec, leaf)
 
@@ -232,5 +322,8 @@ def _not_an_array(st: State, obj: Any, target: FrameworkSpec) -> str:
         found = f"a {kind}: it is not an array of any registered framework ({frameworks})"
         if protocols:
             found += f" and speaks none of the array protocols looked for ({protocols})"
+        kinds = sorted({k.kind for k in st.kinds})
+        if kinds:
+            found += f"; nor is it a {' or '.join(kinds)} of one"
         todo = f"To build a {target.name} array from Python values, use {make}."
     return f"Cannot convert {found}. {todo}"

@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .specs import CPU, Device
+from .specs import Device
 
 
 @dataclass(frozen=True)
 class CallContext:
     """What a converter is told about the request it serves."""
 
-    #: The goal device with its index (for a function: where its results should live).
-    device: Device = CPU
+    #: The goal device with its index (for a function: where its results should live;
+    #: None when the user asked for none).
+    device: Device | None = None
     #: The options of the request that this converter declared (``ConverterSpec.options``).
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     #: ``to(obj, target, *, device=None, copy=None, **options)`` on the same registry snapshot.

@@ -14,7 +14,7 @@ import types
 import warnings
 from collections.abc import Iterable
 
-from .specs import FrameworkSpec
+from .specs import FrameworkSpec, KindSpec
 
 _MISSING = object()
 
@@ -25,11 +25,16 @@ def resolve_type(path: str) -> type | None:
     Attributes of modules are read from the module's ``__dict__``, so a lazily loaded
     submodule (PEP 562 ``__getattr__``, as scipy's) is never imported to find out.
     """
-    top, _, rest = path.partition(".")
-    obj: object = sys.modules.get(top)
-    if obj is None:
+    parts = path.split(".")
+    # Start from the longest prefix that is an imported module ("tensorflow.python.types.core"
+    # for a type deep inside a package whose top level does not expose it).
+    for n in range(len(parts) - 1, 0, -1):
+        obj: object = sys.modules.get(".".join(parts[:n]))
+        if obj is not None:
+            break
+    else:
         return None
-    for part in rest.split(".") if rest else ():
+    for part in parts[n:]:
         try:
             if isinstance(obj, types.ModuleType):
                 obj = vars(obj).get(part, _MISSING)
@@ -56,11 +61,13 @@ def unresolved_types(spec: FrameworkSpec) -> list[str]:
 class Detector:
     """Maps an object's type to the FrameworkSpec owning it, with a per-type cache."""
 
-    def __init__(self, specs: Iterable[FrameworkSpec]) -> None:
+    def __init__(self, specs: Iterable[FrameworkSpec], kinds: Iterable[KindSpec] = ()) -> None:
         specs = tuple(specs)
         self.specs = tuple(s for s in specs if s.array_types)
         self.protocols = tuple(s for s in specs if s.claims is not None)
+        self.kinds = tuple(kinds)
         self.cache: dict[type, FrameworkSpec | None] = {}
+        self.kind_cache: dict[type, KindSpec | None] = {}
         self._reported: set[str] = set()
 
     def __call__(self, obj: object) -> FrameworkSpec | None:
@@ -74,6 +81,31 @@ class Detector:
         # A negative answer is safe to cache too: an object exists only after its
         # framework was imported, so a later import cannot change who owns this type.
         self.cache[cls] = found
+        return found
+
+    def kind(self, obj: object) -> KindSpec | None:
+        """The spec of a non-array object (a function, ...), or None; asked only of objects
+        that are not arrays. Types of every spec first, then their ``claims`` in order."""
+        cls = type(obj)
+        try:
+            return self.kind_cache[cls]
+        except KeyError:
+            pass
+        found = None
+        for spec in self.kinds:
+            found_types = tuple(t for t in map(resolve_type, spec.types) if t is not None)
+            if found_types and issubclass(cls, found_types):
+                found = spec
+                break
+        else:
+            for spec in self.kinds:
+                try:
+                    if spec.claims is not None and spec.claims(obj):
+                        found = spec
+                        break
+                except Exception:  # a structural check must never break detection
+                    continue
+        self.kind_cache[cls] = found
         return found
 
     def _by_type(self, cls: type) -> FrameworkSpec | None:

@@ -133,3 +133,7 @@ class PluginError(InteropError):
 class UnsupportedTransformError(InteropError, NotImplementedError):
     """A converted function met a transformation its bridge cannot carry (jax.vmap or
     forward-mode through call_tf, ...); the message names it and what to do instead."""
+
+
+class OptionError(InteropError, TypeError):
+    """An argument of ``to()``/``explain()`` has a wrong value or is unknown."""

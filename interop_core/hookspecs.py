@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pluggy
 
-from .specs import ConverterSpec, FrameworkSpec
+from .specs import ConverterSpec, FrameworkSpec, KindSpec
 
 PROJECT = "interop_core"
 
@@ -37,4 +37,16 @@ def interop_converters() -> Sequence[ConverterSpec]:
     of :class:`ConverterSpec`; each edge's ``source`` and ``target`` must name declared
     frameworks (edges to frameworks nobody declared are dropped with a warning). Must not
     import any framework: converters import inside their bodies.
+    """
+
+
+@hookspec
+def interop_kinds() -> Sequence[KindSpec]:
+    """Declare objects of kinds other than arrays that frameworks own (functions, ...).
+
+    Called by the registry once per build, after ``interop_frameworks``. Return a sequence
+    of :class:`KindSpec`; each names a declared framework, or "" for objects that do not
+    say which framework they belong to (plain Python callables: the user passes
+    ``source=``). A framework's arrays are its FrameworkSpec; this hook adds the rest.
+    Must not import any framework.
     """

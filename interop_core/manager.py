@@ -30,6 +30,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.dlpack",
     "interop_plugins.known",
     "interop_plugins.protocols",
+    "interop_plugins.callables",
 )
 
 

@@ -46,7 +46,7 @@ class Slot(NamedTuple):
 class PlanCache:
     """Plans by request, loaded converter functions and converters excluded at run time."""
 
-    __slots__ = ("excluded", "fast", "loaded", "plain", "slots")
+    __slots__ = ("excluded", "fast", "loaded", "plain", "requests", "slots")
 
     def __init__(self) -> None:
         #: The warm path for device=None, copy=None: target -> type -> (key function, runners
@@ -62,6 +62,8 @@ class PlanCache:
         self.excluded: dict[RouteKey, frozenset[tuple[str, str]]] = {}
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
+        #: Plans of non-array requests (functions, ...) by (route key, options).
+        self.requests: dict[tuple[RouteKey, tuple[tuple[str, Any], ...]], Plan] = {}
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from .errors import VARIANT, RefusedEdge
 from .predicates import GlobalFlag, reads_alignment, reads_flag
-from .specs import ConverterSpec, Device, PlanKey, TensorInfo, device_kind
+from .specs import ARRAY, ConverterSpec, Device, PlanKey, TensorInfo, device_kind
 
 
 class Step(NamedTuple):
@@ -30,9 +30,14 @@ class Step(NamedTuple):
     target: str
     zero_copy: bool
     note: str = ""
+    #: The kind of object the step converts ("array", "function", ...).
+    kind: str = ARRAY
 
     def __str__(self) -> str:
-        kind = "zero-copy" if self.zero_copy else "COPY"
+        if self.kind != ARRAY:
+            kind = f"{self.kind} bridge"
+        else:
+            kind = "zero-copy" if self.zero_copy else "COPY"
         note = f"  ({self.note})" if self.note else ""
         return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
 
@@ -53,6 +58,8 @@ class Route(NamedTuple):
     notes: tuple[str, ...] = ()
     #: Every refusal the search met, ranked (edges into the target first).
     refusals: tuple[RefusedEdge, ...] = ()
+    #: The kind of object routed ("array", "function", ...).
+    kind: str = ARRAY
 
     @property
     def zero_copy(self) -> bool:
@@ -63,6 +70,8 @@ class Route(NamedTuple):
         head = f"Route {self.source} -> {self.target}: "
         if not self.steps:
             head += "no conversion needed (the object is returned as it is)"
+        elif self.kind != ARRAY:
+            head += f"{self.kind} in {len(self.steps)} step(s)"
         elif self.zero_copy:
             head += f"zero-copy in {len(self.steps)} step(s)"
         else:
@@ -76,8 +85,10 @@ class Route(NamedTuple):
 
 
 def node_name(key: PlanKey) -> str:
-    """A node's readable name, e.g. "numpy@cpu"."""
-    return f"{key.framework}@{key.device}"
+    """A node's readable name, e.g. "numpy@cpu", "jax function"."""
+    if key.kind == ARRAY:
+        return f"{key.framework}@{key.device}"
+    return f"{key.framework} {key.kind}" + (f"@{key.device}" if key.device else "")
 
 
 def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
@@ -95,7 +106,7 @@ def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
         device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
     return PlanKey(
         edge.target, device, key.dtype, layout, readonly, aligned,
-        key.flags & edge.keeps_flags, key.copy,
+        key.flags & edge.keeps_flags, key.copy, key.kind,
     )  # fmt: skip
 
 
@@ -137,6 +148,8 @@ class Graph:
         """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
 
         ``device`` is a device string with its index ("cuda:1"); edges declare kinds.
+        Only edges of the start's kind are taken; "" (a function bound to no device)
+        passes every edge's device check.
         """
         want_copy = start.copy is True
         zero_only = start.copy is False
@@ -151,7 +164,12 @@ class Graph:
             cost, _, key, copied = heapq.heappop(heap)
             if best.get((key, copied)) != cost:
                 continue
-            if key.framework == target and key.device == device and (copied or not want_copy):
+            if (
+                key.framework == target
+                and key.device == device
+                and key.kind == start.kind
+                and (copied or not want_copy)
+            ):
                 node: tuple[PlanKey, bool] = (key, copied)
                 while node in back:
                     prev, edge = back[node]
@@ -162,7 +180,9 @@ class Graph:
                 break
             kind = device_kind(key.device)
             for edge in self.by_source.get(key.framework, ()):
-                if kind not in edge.devices or (zero_only and not edge.zero_copy):
+                if edge.kind != key.kind:
+                    continue
+                if (kind and kind not in edge.devices) or (zero_only and not edge.zero_copy):
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
                     continue
@@ -208,7 +228,7 @@ def make_route(
 ) -> Route:
     """Describe a found path as a Route."""
     steps = tuple(
-        Step(e.name, e.plugin, node_name(k), node_name(after), e.zero_copy, e.note)
+        Step(e.name, e.plugin, node_name(k), node_name(after), e.zero_copy, e.note, e.kind)
         for k, e, after in path
     )
     copies = sum(not s.zero_copy for s in steps)
@@ -217,7 +237,7 @@ def make_route(
     notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
     return Route(
         source=node_name(source),
-        target=f"{target}@{device}",
+        target=node_name(source._replace(framework=target, device=device)),
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,
@@ -228,6 +248,7 @@ def make_route(
         else (),
         notes=notes,
         refusals=tuple(refused),
+        kind=source.kind,
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import VARIANT
-from .specs import ALIGNMENT, PlanKey
+from .specs import ALIGNMENT, ARRAY, PlanKey
 
 #: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
 OPAQUE_FLAGS = frozenset(
@@ -91,6 +91,8 @@ class Needs:
         if key.flags:
             for flag in sorted(key.flags & self.no_flags):
                 return _FLAG_ADVICE.get(flag, f"the array has flag {flag!r}")
+        if key.kind != ARRAY:  # functions, pipelines: no buffer, so no array traits
+            return self.extra(key) if self.extra is not None else None
         if key.layout not in self.layouts:
             return self.layout_reason or f"cannot take a {key.layout}-layout array"
         if self.aligned and not key.aligned:

@@ -26,7 +26,7 @@ from .errors import (
 from .manager import InteropPluginManager, PluginWarning
 from .plancache import PlanCache
 from .planner import Graph
-from .specs import ConverterSpec, FrameworkSpec, KnownFramework
+from .specs import ConverterSpec, FrameworkSpec, KindSpec, KnownFramework
 
 
 class State:
@@ -34,7 +34,7 @@ class State:
 
     __slots__ = (
         "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "known", "names", "plain",
+        "kinds", "known", "names", "plain", "registry",
     )  # fmt: skip
 
     def __init__(
@@ -46,12 +46,18 @@ class State:
         installed: dict[str, bool],
         declared: tuple[ConverterSpec, ...],
         known: dict[str, KnownFramework],
+        kinds: tuple[KindSpec, ...] = (),
+        registry: Registry | None = None,
     ) -> None:
+        #: The registry this state was built by (bridges convert through it).
+        self.registry = registry
         self.generation = generation
         self.frameworks = frameworks
         self.names = names
         self.graph = graph
-        self.detect = Detector(frameworks.values())
+        #: Specs of the non-array objects (functions, ...), in registration order.
+        self.kinds = kinds
+        self.detect = Detector(frameworks.values(), kinds)
         #: Framework name -> importable (checked once per build, without importing).
         self.installed = installed
         #: Valid converters declared, usable or not (the graph holds the usable ones).
@@ -120,11 +126,10 @@ class Registry:
             except Exception as exc:
                 self._fail(name, f"{hook}() raised {type(exc).__name__}: {exc}", strict)
                 continue
-            expected: tuple[type, ...] = (
-                (FrameworkSpec, KnownFramework)
-                if hook == "interop_frameworks"
-                else (ConverterSpec,)
-            )
+            expected: tuple[type, ...] = {
+                "interop_frameworks": (FrameworkSpec, KnownFramework),
+                "interop_kinds": (KindSpec,),
+            }.get(hook, (ConverterSpec,))
             bad = [s for s in specs if not isinstance(s, expected)]
             if bad:
                 wanted = " or ".join(t.__name__ for t in expected)
@@ -171,6 +176,7 @@ class Registry:
                     break
             if generation != self.pm.generation:
                 continue  # a plugin was dropped: gather again without it
+            kinds = self._validate_kinds(self._collect("interop_kinds", strict), frameworks)
             edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
             if generation == self.pm.generation:
                 installed = {  # protocols (no module) need nothing installed
@@ -181,14 +187,32 @@ class Registry:
                 # and converters would import it).
                 usable = [e for e in edges if installed[e.source] and installed[e.target]]
                 return State(
-                    generation, frameworks, names, Graph(usable), installed, tuple(edges), known
-                )
+                    generation, frameworks, names, Graph(usable), installed, tuple(edges), known,
+                    kinds, self,
+                )  # fmt: skip
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
         if plugin == strict or other == strict:
             raise PluginError(f"Plugins {plugin!r} and {other!r} conflict: {reason}.")
         self._fail(plugin, reason, strict)
+
+    @staticmethod
+    def _validate_kinds(
+        kinds: Iterable[tuple[str, KindSpec]], frameworks: dict[str, FrameworkSpec]
+    ) -> tuple[KindSpec, ...]:
+        valid = []
+        for plugin, spec in kinds:
+            if spec.framework and spec.framework not in frameworks:
+                warnings.warn(
+                    f"Kind {spec.kind!r} of plugin {plugin!r} ignored: no plugin declares "
+                    f"framework {spec.framework!r}.",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+                continue
+            valid.append(spec)
+        return tuple(valid)
 
     def _validate_edges(
         self, edges: Iterable[tuple[str, ConverterSpec]], frameworks: dict[str, FrameworkSpec]

@@ -12,48 +12,77 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from .context import CallContext
 from .errors import (
     ConversionError,
     CopyRequiredError,
     FrameworkNotInstalledError,
     InteropError,
     NoRouteError,
+    OptionError,
     RefusedEdge,
 )
 from .manager import PluginWarning
 from .plancache import FastKey, RouteKey, StalePlan
-from .planner import Plan, Route, Search, make_route
+from .planner import Plan, Route, Runner, Search, make_route
 from .registry import State
-from .specs import ConverterSpec, Device, FrameworkSpec, PlanKey, TensorInfo
+from .specs import (
+    ARRAY,
+    CPU,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    PlanKey,
+    TensorInfo,
+)
 
 
 class Request(NamedTuple):
     """One conversion asked of the router."""
 
-    #: The source array's description (the start node).
+    #: The source array's description (the start node); for other kinds, only its
+    #: framework and flags are meaningful.
     info: TensorInfo
     source: FrameworkSpec
     target: FrameworkSpec
-    #: The goal device with its index (the source's device when None was asked).
-    device: Device
+    #: The goal device with its index (the source's device when None was asked); None for
+    #: an object bound to no device (a function) when none was asked.
+    device: Device | None
     copy: bool | None
+    #: The options of the call, sorted by name.
     options: tuple[tuple[str, Any], ...] = ()
+    kind: str = ARRAY
+    #: What the object is, for messages (kinds other than arrays).
+    description: str = ""
 
     @property
     def start(self) -> PlanKey:
         """The node the route starts from."""
-        return self.info.plan_key(self.copy)
+        if self.kind == ARRAY:
+            return self.info.plan_key(self.copy)
+        name, flags = self.source.name, self.info.flags
+        return PlanKey(name, self.goal, "", "", False, True, flags, self.copy, self.kind)
+
+    @property
+    def goal(self) -> str:
+        """The goal device as a string ("" for none)."""
+        return "" if self.device is None else str(self.device)
 
     @property
     def route_key(self) -> RouteKey:
         """What the route depends on: the start node, the target and the goal device."""
-        return (self.start, self.target.name, str(self.device))
+        return (self.start, self.target.name, self.goal)
 
     def what(self) -> str:
         """The request in words, for messages."""
+        if self.kind != ARRAY:
+            where = f" on {self.device}" if self.device is not None else ""
+            return f"from {self.description} to a {self.target.name} {self.kind}{where}"
         info = self.info
         shape = "x".join(map(str, info.shape)) or "0-d"
         return (
@@ -77,11 +106,24 @@ def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
 
 def request(
     obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None,
+    copy: bool | None, options: Mapping[str, Any] | None = None,
 ) -> Request:  # fmt: skip
     """Describe ``obj`` and record what is asked of it."""
     info = describe(source, obj)
-    return Request(info, source, target, device or info.device, copy)
+    opts = tuple(sorted(options.items())) if options else ()
+    return Request(info, source, target, device or info.device, copy, opts)
+
+
+def object_request(
+    kind: KindSpec, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any],
+) -> Request:  # fmt: skip
+    """Record what is asked of an object of a kind other than arrays (a function, ...)."""
+    info = TensorInfo(source.name, "", device or CPU, (), "", False, True, kind.flags)
+    what = kind.description or f"a {source.name} {kind.kind}"
+    return Request(
+        info, source, target, device, copy, tuple(sorted(options.items())), kind.kind, what
+    )
 
 
 def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
@@ -93,13 +135,13 @@ def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
 def find_route(st: State, req: Request) -> tuple[Route, Search]:
     """The cheapest route for ``req`` and the search that found it; raises when there is none."""
     info, target = req.info, req.target
-    if info.dtype not in target.dtypes and info.framework != target.name:
+    if req.kind == ARRAY and info.dtype not in target.dtypes and info.framework != target.name:
         reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
                              f"{target.name} has no dtype {info.dtype}")  # fmt: skip
         raise NoRouteError(
             req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
         )
-    start, goal = req.start, str(req.device)
+    start, goal = req.start, req.goal
     excluded = st.cache.excluded.get(req.route_key, frozenset())
     found = st.graph.search(start, target.name, goal, excluded)
     if not found.found:
@@ -110,14 +152,32 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         ):
             raise CopyRequiredError(req.what(), found.refused, relevant)
         advice = ""
-        if req.device != info.device:
+        if req.kind == ARRAY and req.device != info.device:
             advice = (
                 f"{goal} is reached only by a device move that accepts this array; "
                 "`python -m interop_core doctor` lists the devices each framework sees."
             )
         raise NoRouteError(req.what(), found.refused, advice, relevant)
-    route = make_route(info, start, target.name, goal, found.path, found.refused)
+    _check_options(st, req, found)
+    info_or_none = info if req.kind == ARRAY else None
+    route = make_route(info_or_none, start, target.name, goal, found.path, found.refused)
     return route, found
+
+
+def _check_options(st: State, req: Request, found: Search) -> None:
+    """Every option of ``req`` must be declared by an edge of the route found."""
+    taken = {name for _, e, _ in found.path for name in e.options}
+    unknown = sorted(name for name, _ in req.options if name not in taken)
+    if not unknown:
+        return
+    takers = [e for e in st.declared if e.options]
+    listing = "; ".join(f"{e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers)
+    route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
+    raise OptionError(
+        f"Unknown option(s) {', '.join(unknown)} for the route {route} ({req.what()}): no "
+        f"converter on it takes them. to() itself takes device=, copy= and source=. "
+        + (f"Options are taken by: {listing}." if listing else "No converter takes options.")
+    )
 
 
 def plan(st: State, req: Request) -> Plan:
@@ -125,14 +185,31 @@ def plan(st: State, req: Request) -> Plan:
     route, found = find_route(st, req)
     edges = tuple(e for _, e, _ in found.path)
     load = _loader(st)
-    funcs = tuple(
-        functools.partial(st.cache.load(e, load), device=Device.parse(after.device))
-        if e.to_device
-        else st.cache.load(e, load)
-        for _, e, after in found.path
-    )
+    funcs = tuple(_bind(st, req, e, st.cache.load(e, load), after) for _, e, after in found.path)
     by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
     return Plan(route, funcs, edges, by_alignment, found.flags)
+
+
+def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKey) -> Runner:
+    """The step's function of one argument: a device move gets its Device, an edge that
+    takes a context gets one (its options, the device, a ``to()`` on this snapshot)."""
+    if edge.to_device:
+        return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
+    if not edge.context:
+        return func  # type: ignore[no-any-return]
+    from .api import bound_to  # the public API sits above the router
+
+    assert st.registry is not None, "a state that plans was built by a registry"
+    ctx = CallContext(
+        device=req.device,
+        options=MappingProxyType({k: v for k, v in req.options if k in edge.options}),
+        to=bound_to(st.registry, st),
+    )
+
+    def step(obj: Any) -> Any:
+        return func(obj, ctx)
+
+    return step
 
 
 def _loader(st: State) -> Callable[[ConverterSpec], Any]:
@@ -160,26 +237,43 @@ def _loader(st: State) -> Callable[[ConverterSpec], Any]:
 
 def explain_object(
     st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None,
+    copy: bool | None, options: Mapping[str, Any] | None = None,
 ) -> Route:  # fmt: skip
     """The Route ``to()`` would take for ``obj``, without converting."""
-    return find_route(st, request(obj, source, target, device, copy))[0]
+    return find_route(st, request(obj, source, target, device, copy, options))[0]
 
 
 def convert(
     st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, fast_key: FastKey | None,
+    copy: bool | None, fast_key: FastKey | None, options: Mapping[str, Any] | None = None,
 ) -> Any:  # fmt: skip
     """Plan the route for ``obj``, cache its runner, and run it.
 
     ``fast_key`` is the warm-path key (type, target, device, copy) as the user gave them,
-    or None when they are not hashable (nothing is cached then).
+    or None when they are not hashable or options were given (nothing is cached then).
     """
-    req = request(obj, source, target, device, copy)
+    req = request(obj, source, target, device, copy, options)
     the_plan = plan(st, req)
     if fast_key is not None:
         _store(st, obj, req, the_plan, fast_key)
     return run(st, req, obj, the_plan, fast_key)
+
+
+def convert_object(st: State, obj: Any, req: Request) -> Any:
+    """Plan (or reuse the plan of) a request for a function or another non-array kind, and
+    run it. Such objects are converted once and used many times, so they skip the warm
+    path; the plan is cached by the request when its options are hashable."""
+    key = (req.route_key, req.options)
+    try:
+        the_plan = st.cache.requests.get(key)
+        hashable = True
+    except TypeError:  # unhashable option values: plan every time
+        the_plan, hashable = None, False
+    if the_plan is None:
+        the_plan = plan(st, req)
+        if hashable:
+            st.cache.requests[key] = the_plan
+    return run(st, req, obj, the_plan, None)
 
 
 def run(st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None) -> Any:
@@ -202,11 +296,11 @@ def recover(
     edge, error = the_plan.failed_step(exc)
     if isinstance(error, InteropError):
         raise error
-    if not isinstance(error, (BufferError, NotImplementedError)):
-        raise ConversionError(_failure(edge, req.info, error)) from error
+    if not edge.rerun or not isinstance(error, (BufferError, NotImplementedError)):
+        raise ConversionError(_failure(edge, req, error)) from error
     if st.cache.exclude(req.route_key, edge):
         warnings.warn(
-            _failure(edge, req.info, error) + " It is left out of this route from now on.",
+            _failure(edge, req, error) + " It is left out of this route from now on.",
             PluginWarning,
             stacklevel=5,
         )
@@ -214,7 +308,7 @@ def recover(
         again = plan(st, req)
     except InteropError as no_route:
         raise ConversionError(
-            _failure(edge, req.info, error) + f" Without it there is no route: {no_route}"
+            _failure(edge, req, error) + f" Without it there is no route: {no_route}"
         ) from error
     if fast_key is not None:
         _store(st, obj, req, again, fast_key)
@@ -236,10 +330,16 @@ def warm_failure(
     return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc, fast_key)
 
 
-def _failure(edge: ConverterSpec, info: TensorInfo, exc: BaseException) -> str:
+def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
+    info = req.info
+    what = (
+        f"a {info.dtype} {info.layout} array of shape {info.shape}"
+        if req.kind == ARRAY
+        else req.description
+    )
     return (
-        f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed on a "
-        f"{info.dtype} {info.layout} array of shape {info.shape}: {type(exc).__name__}: {exc}."
+        f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed on "
+        f"{what}: {type(exc).__name__}: {exc}."
     )
 
 

@@ -36,6 +36,11 @@ ITEMSIZE = {
 #: Address alignment (bytes) that zero-copy consumers such as JAX on CPU require.
 ALIGNMENT = 64
 
+#: The kinds of object the graph routes: arrays (FrameworkSpec) and functions (KindSpec);
+#: plugins may declare others (pipelines, iterators).
+ARRAY = "array"
+FUNCTION = "function"
+
 
 @dataclass(frozen=True)
 class Device:
@@ -113,6 +118,9 @@ class PlanKey(NamedTuple):
     aligned: bool
     flags: frozenset[str] = frozenset()
     copy: bool | None = None
+    #: What the object is: "array", "function", ... Array traits (dtype, layout, readonly,
+    #: aligned) are read only on array nodes.
+    kind: str = ARRAY
 
 
 class TensorInfo(NamedTuple):
@@ -222,6 +230,32 @@ class FrameworkSpec:
 
 
 @dataclass(frozen=True)
+class KindSpec:
+    """Objects of a kind other than arrays (functions, ...) that a framework owns.
+
+    Detected like arrays, without importing anything: ``types`` are dotted paths resolved
+    from imported modules; ``claims`` is a structural check asked only when no type of any
+    spec matches. ``framework`` "" means the object does not say which framework it is
+    written for (a plain Python callable): ``to(..., source=...)`` names it.
+    """
+
+    kind: str
+    framework: str
+    types: tuple[str, ...] = ()
+    claims: Callable[[Any], bool] | None = None
+    #: What these objects are, for messages ("a jax.jit-wrapped function").
+    description: str = ""
+    #: Flags of the node such objects start from (converter predicates may read them).
+    flags: frozenset[str] = frozenset()
+    plugin: str = field(default="", compare=False)
+
+    @property
+    def import_name(self) -> str:
+        """The top-level module of the first type ("" when detected by ``claims`` only)."""
+        return self.types[0].partition(".")[0] if self.types else ""
+
+
+@dataclass(frozen=True)
 class KnownFramework:
     """A framework known by name only: no installed plugin converts it yet.
 
@@ -272,6 +306,17 @@ class ConverterSpec:
     keeps_flags: frozenset[str] = frozenset()
     #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
     note: str = ""
+    #: The kind of object the edge converts (it stays that kind).
+    kind: str = ARRAY
+    #: Options of ``to()`` the converter takes; the user's values reach it in its context.
+    options: tuple[str, ...] = ()
+    #: The function is called as ``func(obj, ctx)`` with a :class:`~.context.CallContext`
+    #: (device, the options it declared, a ``to()`` bound to the same registry snapshot).
+    context: bool = False
+    #: After this step fails, may the router re-plan and hand the same input to another
+    #: route? False for inputs a failed attempt may have used up (iterators) or that must
+    #: never run twice (callables): the failure is raised as it is.
+    rerun: bool = True
     plugin: str = field(default="", compare=False)
 
     @property

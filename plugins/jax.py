@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
 from interop_core.predicates import GlobalFlag, Needs
 from interop_core.specs import DTYPES
 
@@ -185,4 +185,24 @@ def interop_converters() -> list[ConverterSpec]:
             devices=frozenset({"cuda"}),
             to_device="cpu",
         ),
+    ]
+
+
+def _is_jax_function(f: Any) -> bool:
+    """A callable object made by JAX itself (jax.jit, jax.custom_vjp, ...): its type lives in
+    jax or jaxlib. Plain functions (and jax.grad's, which are plain) need source=."""
+    return callable(f) and type(f).__module__.partition(".")[0] in ("jax", "jaxlib")
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """JAX functions that say they are JAX's: jax.jit-wrapped ones (and custom_vjp/jvp)."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="jax",
+            types=("jaxlib._jax.PjitFunction",),
+            claims=_is_jax_function,
+            description="a jax.jit-wrapped function",
+        )
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
 from interop_core.buffers import capsule_address
 from interop_core.predicates import Needs
 from interop_core.specs import DTYPES
@@ -174,4 +174,20 @@ def interop_converters() -> list[ConverterSpec]:
             devices=frozenset({"cpu", "cuda"}),
             note=_SNAPSHOT,
         ),
+    ]
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """tf.function objects, restored SavedModel functions included, and concrete functions."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="tensorflow",
+            types=(
+                "tensorflow.python.types.core.PolymorphicFunction",
+                "tensorflow.python.types.core.ConcreteFunction",
+            ),
+            description="a tf.function",
+        )
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
+from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
 from interop_core.specs import ALIGNMENT, DTYPES, classify_layout
 
@@ -239,4 +239,17 @@ def interop_converters() -> list[ConverterSpec]:
             to_device="cpu",
             keeps_flags=frozenset({"requires_grad"}),
         ),
+    ]
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """torch.nn.Module: a function of its inputs, its parameters carried along."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="torch",
+            types=("torch.nn.Module",),
+            description="a torch.nn.Module",
+        )
     ]
