@@ -125,6 +125,10 @@ class CopyRequiredError(InteropError, BufferError):
 class ConversionError(InteropError, RuntimeError):
     """A converter failed at run time with an error the router could not route around."""
 
+    # TF's autograph re-raises an exception met while tracing as its own type only when
+    # that type's __init__ is Exception's (RuntimeError's is not): keep the type intact.
+    __init__ = Exception.__init__
+
 
 class PluginError(InteropError):
     """A plugin is broken or conflicts with another; names the plugin and its distribution."""
@@ -133,6 +137,8 @@ class PluginError(InteropError):
 class UnsupportedTransformError(InteropError, NotImplementedError):
     """A converted function met a transformation its bridge cannot carry (jax.vmap or
     forward-mode through call_tf, ...); the message names it and what to do instead."""
+
+    __init__ = Exception.__init__  # see ConversionError
 
 
 class OptionError(InteropError, TypeError):

@@ -31,6 +31,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.known",
     "interop_plugins.protocols",
     "interop_plugins.callables",
+    "interop_plugins.jax_tf",
 )
 
 
