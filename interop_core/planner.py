@@ -144,12 +144,14 @@ class Graph:
         target: str,
         device: str,
         excluded: frozenset[tuple[str, str]] = frozenset(),
+        opted_in: frozenset[str] = frozenset(),
     ) -> Search:
         """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
 
         ``device`` is a device string with its index ("cuda:1"); edges declare kinds.
         Only edges of the start's kind are taken; "" (a function bound to no device)
-        passes every edge's device check.
+        passes every edge's device check. An edge with ``opt_in`` is taken only when that
+        option is in ``opted_in`` (the options the user passed, truthy).
         """
         want_copy = start.copy is True
         zero_only = start.copy is False
@@ -189,7 +191,10 @@ class Graph:
                 nxt_key = advance(key, edge, device)
                 if edge.to_device is not None and nxt_key.device == key.device:
                     continue  # a move to where the array already is
-                reason = edge.accepts(key)
+                if edge.opt_in and edge.opt_in not in opted_in:
+                    reason: str | None = f"taken only on request: pass {edge.opt_in}=True"
+                else:
+                    reason = edge.accepts(key)
                 flag = reads_flag(edge.accepts, key.dtype)
                 if flag is not None:
                     flags[flag] = None

@@ -69,6 +69,11 @@ class Request(NamedTuple):
         return PlanKey(name, self.goal, "", "", False, True, flags, self.copy, self.kind)
 
     @property
+    def opted_in(self) -> frozenset[str]:
+        """The options passed with a truthy value (they open ``opt_in`` edges)."""
+        return frozenset(name for name, value in self.options if value)
+
+    @property
     def goal(self) -> str:
         """The goal device as a string ("" for none)."""
         return "" if self.device is None else str(self.device)
@@ -143,12 +148,14 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         )
     start, goal = req.start, req.goal
     excluded = st.cache.excluded.get(req.route_key, frozenset())
-    found = st.graph.search(start, target.name, goal, excluded)
+    found = st.graph.search(start, target.name, goal, excluded, req.opted_in)
     if not found.found:
         relevant = _relevant(found.refused, target.name)
         if (
             req.copy is False
-            and st.graph.search(start._replace(copy=None), target.name, goal, excluded).found
+            and st.graph.search(
+                start._replace(copy=None), target.name, goal, excluded, req.opted_in
+            ).found
         ):
             raise CopyRequiredError(req.what(), found.refused, relevant)
         advice = ""
@@ -167,15 +174,22 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in e.options}
-    unknown = sorted(name for name, _ in req.options if name not in taken)
+    # Declining an opt-in edge (trace=False) is a valid request whichever route is taken.
+    declined = {e.opt_in for e in st.declared if e.opt_in} - req.opted_in
+    unknown = sorted(name for name, _ in req.options if name not in taken | declined)
     if not unknown:
         return
     takers = [e for e in st.declared if e.options]
     listing = "; ".join(f"{e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers)
     route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
+    # An edge that takes the option but was refused says why the route could not use it.
+    wanting = {(e.name, e.plugin) for e in takers if set(unknown) & set(e.options)}
+    refused = [f"{r.converter} [{r.edge}]: {r.reason}" for r in found.refused
+               if (r.converter, r.plugin) in wanting]  # fmt: skip
+    why = f" Refused on this route: {'; '.join(refused)}." if refused else ""
     raise OptionError(
         f"Unknown option(s) {', '.join(unknown)} for the route {route} ({req.what()}): no "
-        f"converter on it takes them. to() itself takes device=, copy= and source=. "
+        f"converter on it takes them.{why} to() itself takes device=, copy= and source=. "
         + (f"Options are taken by: {listing}." if listing else "No converter takes options.")
     )
 

@@ -317,6 +317,9 @@ class ConverterSpec:
     #: route? False for inputs a failed attempt may have used up (iterators) or that must
     #: never run twice (callables): the failure is raised as it is.
     rerun: bool = True
+    #: The name of an option (one of ``options``) the user must pass, truthy, for the
+    #: planner to take this edge at all: for routes with process-wide side effects.
+    opt_in: str = ""
     plugin: str = field(default="", compare=False)
 
     @property

@@ -133,6 +133,8 @@ class Toys:
             *views,
             bridge("alpha bridge", "alpha", "beta", options=("scale", "fail")),
             bridge("beta bridge", "beta", "gamma"),
+            # Cheaper, but with side effects: taken only when asked for.
+            bridge("traced", "alpha", "beta", options=("trace",), opt_in="trace", cost=0.1),
         ]
 
 
@@ -199,6 +201,7 @@ def test_unknown_options_name_the_edges_that_take_options(reg: Registry) -> None
     msg = str(err.value)
     assert "polymorphic_shapes" in msg
     assert "alpha bridge [alpha->beta function]: scale, fail" in msg
+    assert "traced [alpha->beta function]: trace" in msg
     with pytest.raises(OptionError, match="scale"):  # an array route takes no options
         to(AlphaArr([1.0]), "beta", scale=2)
     with pytest.raises(OptionError, match="Unknown option"):
@@ -263,3 +266,18 @@ def test_the_context_converts_in_the_snapshot_it_was_planned_in(reg: Registry) -
 def test_a_non_callable_non_array_says_what_it_looked_for(reg: Registry) -> None:
     with pytest.raises(NotAnArrayError, match="nor is it a function"):
         to(42, "beta", source="alpha")
+
+
+def test_an_opt_in_edge_is_taken_only_when_asked(reg: Registry) -> None:
+    route = explain(double, "beta", source="alpha")
+    assert [s.converter for s in route.steps] == ["alpha bridge"]
+    assert ("traced", "taken only on request: pass trace=True") in [
+        (r.converter, r.reason) for r in route.refusals
+    ]
+    assert [s.converter for s in explain(double, "beta", source="alpha", trace=True).steps] == [
+        "traced"
+    ]
+    to(double, "beta", source="alpha", trace=False)  # False opts out: the bridge is taken
+    assert [name for name, _ in SEEN] == ["alpha bridge"]
+    with pytest.raises(OptionError, match=r"Unknown option\(s\) colour for the route"):
+        to(double, "beta", source="alpha", trace=False, colour=1)
