@@ -12,8 +12,11 @@ import nox
 TORCH = "torch==2.13.0"
 nox.options.sessions = [
     "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "tests",
-    "typeguard", "plugins",
+    "typeguard", "plugins", "torchax",
 ]  # fmt: skip
+#: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies after
+#: the fix work. Installed without dependencies: it must never move torch or jax.
+TORCHAX = "torchax>=0.0.14.dev20260807"
 nox.options.error_on_missing_interpreters = True
 
 
@@ -109,6 +112,15 @@ def plugins(session: nox.Session) -> None:
     session.install("./examples/interop-example-plugin")
     pytest(session, "numpy,torch,example", "tests/test_example_plugin.py")
     session.run("python", "-m", "interop_core", "doctor")
+
+
+@nox.session
+def torchax(session: nox.Session) -> None:
+    """The opt-in traced torch->jax function edge, in a session of its own: importing torchax
+    changes torch process-wide (torch.compile stops working), so no other session has it."""
+    install(session, "numpy", "torch", "jax")
+    session.install("--pre", "--no-deps", TORCHAX)
+    pytest(session, "numpy,torch,jax,torchax", "tests/test_functions_torchax.py")
 
 
 @nox.session(default=False)

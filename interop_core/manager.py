@@ -32,6 +32,9 @@ BUILTIN_PLUGINS = (
     "interop_plugins.protocols",
     "interop_plugins.callables",
     "interop_plugins.jax_tf",
+    "interop_plugins.jax_torch",
+    "interop_plugins.torch_tf",
+    "interop_plugins.torchax_bridge",
 )
 
 

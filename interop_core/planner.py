@@ -106,7 +106,7 @@ def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
         device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
     return PlanKey(
         edge.target, device, key.dtype, layout, readonly, aligned,
-        key.flags & edge.keeps_flags, key.copy, key.kind,
+        (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy, key.kind,
     )  # fmt: skip
 
 

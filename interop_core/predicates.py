@@ -28,6 +28,10 @@ _FLAG_ADVICE = {
     "tracer": "a traced JAX value has no buffer (convert outside jit/grad/vmap)",
     "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
     "requires_grad": "the tensor requires grad",
+    "host_callback": (
+        "the function calls back into Python on the host (a torch function bridged to JAX "
+        "through jax.pure_callback), which cannot be exported or serialized"
+    ),
 }
 
 _UNALIGNED = f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)"

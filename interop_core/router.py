@@ -174,9 +174,9 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in e.options}
-    # Declining an opt-in edge (trace=False) is a valid request whichever route is taken.
-    declined = {e.opt_in for e in st.declared if e.opt_in} - req.opted_in
-    unknown = sorted(name for name, _ in req.options if name not in taken | declined)
+    # Opting in to (or out of) an edge is a valid request whichever route is cheapest.
+    opt_ins = {e.opt_in for e in st.declared if e.opt_in}
+    unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
         return
     takers = [e for e in st.declared if e.options]

@@ -304,6 +304,9 @@ class ConverterSpec:
     aligned_result: bool | None = None
     #: Flags of the input the result keeps (all others are cleared).
     keeps_flags: frozenset[str] = frozenset()
+    #: Flags the result gets (a bridged function that calls back into Python on the host:
+    #: "host_callback"), so later edges can refuse it.
+    adds_flags: frozenset[str] = frozenset()
     #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
     note: str = ""
     #: The kind of object the edge converts (it stays that kind).

@@ -19,6 +19,7 @@ from interop_core.errors import (
     NotAnArrayError,
     UnsupportedTransformError,
 )
+from interop_core.predicates import Needs
 
 #: How many input signatures a tf->jax function keeps traced call_tf wrappers for.
 _TRACED_CACHE = 64
@@ -393,6 +394,9 @@ def interop_converters() -> list[ConverterSpec]:
             kind="function",
             load=lambda: jax_to_tf,
             zero_copy=True,
+            # jax2tf serializes the function: a host callback cannot be ("serialization of
+            # host_callbacks is not yet implemented"), so torch -> jax -> tf is no route.
+            accepts=Needs(no_flags=frozenset({"host_callback"})),
             options=("polymorphic_shapes", "with_gradient", "platforms", "input_signature"),
             context=True,
             rerun=False,
