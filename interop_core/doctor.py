@@ -22,8 +22,8 @@ from . import __version__
 from .api import explain, to, using_registry
 from .errors import InteropError
 from .example_arrays import ExampleError, make_example
-from .registry import Registry
-from .specs import FrameworkSpec
+from .registry import Registry, State
+from .specs import FUNCTION, FrameworkSpec, PlanKey
 
 #: The array every cell of the matrix converts: contiguous float32, shape 2x3.
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -202,7 +202,26 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         "usable_converters": len(st.graph.edges),
         "matrix": matrix,
         "notes": alignment_notes(aligned_only),
+        "functions": function_routes(st),
     }
+
+
+def function_routes(st: State) -> dict[str, dict[str, list[str]]]:
+    """For each installed framework with function edges, the converters of the route a
+    function would take to each other one (planned, not run: [] when there is none)."""
+    names = {e.source for e in st.graph.edges if e.kind == FUNCTION} | {
+        e.target for e in st.graph.edges if e.kind == FUNCTION
+    }
+    ordered = [n for n in st.frameworks if n in names]
+    routes: dict[str, dict[str, list[str]]] = {}
+    for src in ordered:
+        start = PlanKey(src, "", "", "", False, True, frozenset(), None, FUNCTION)
+        routes[src] = {}
+        for dst in ordered:
+            if dst != src:
+                found = st.graph.search(start, dst, "")
+                routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
+    return routes
 
 
 def wrong_cells(report: dict[str, Any]) -> int:
@@ -298,3 +317,8 @@ def print_doctor(report: dict[str, Any]) -> None:
         print(n)
     for n in report.get("notes", ()):
         print(_wrap(n, "Note: "))
+    if report.get("functions"):
+        print("\nFunction routes, planned (to(f, target, source=...); explain() has the caveats):")
+        for src, row in report["functions"].items():
+            for dst, steps in row.items():
+                print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")

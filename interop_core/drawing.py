@@ -1,7 +1,8 @@
 """The converter graph as text: Graphviz DOT or a Mermaid flowchart, or rendered by Graphviz.
 
 Frameworks are the nodes, each converter an edge labelled with its name (solid: zero-copy,
-dashed: copy; loops: in-framework copies and device moves), coloured by plugin.
+dashed: copy, dotted: function bridges; loops: in-framework copies and device moves),
+coloured by plugin.
 
 Imported by the command line only; drawing the graph imports no framework.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from . import __version__
 from .registry import Registry
-from .specs import ConverterSpec, FrameworkSpec
+from .specs import ARRAY, ConverterSpec, FrameworkSpec
 
 #: Edge colours, one per plugin (cycled).
 _PALETTE = (
@@ -51,11 +52,21 @@ def graph_parts(
 
 
 def _edge_label(edge: ConverterSpec) -> str:
+    if edge.kind != ARRAY:  # functions (and later kinds) share the frameworks' nodes
+        return f"{edge.name} ({edge.kind}s)"
     return f"{edge.name} (to {edge.to_device})" if edge.to_device else edge.name
 
 
+def _edge_style(edge: ConverterSpec) -> str:
+    if edge.kind != ARRAY:
+        return "dotted"
+    return "solid" if edge.zero_copy else "dashed"
+
+
 def _edge_tooltip(edge: ConverterSpec) -> str:
-    kind = "zero-copy" if edge.zero_copy else "copy"
+    kind = (
+        f"{edge.kind} bridge" if edge.kind != ARRAY else "zero-copy" if edge.zero_copy else "copy"
+    )
     text = (
         f"{edge.name} [{edge.plugin}]: {edge.source} -> {edge.target}, {kind}, "
         f"devices {', '.join(sorted(edge.devices))}"
@@ -126,7 +137,7 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
         colour = colours[edge.plugin]
         attrs = [
             f"label={_dot_quote(_edge_label(edge))}",
-            f"style={'solid' if edge.zero_copy else 'dashed'}",
+            f"style={_edge_style(edge)}",
             f'color="{colour}"',
             f'fontcolor="{colour}"',
             f"tooltip={_dot_quote(_edge_tooltip(edge))}",
@@ -142,8 +153,8 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
         "  subgraph cluster_legend {",
         '    label="Legend"; fontsize=10; style=rounded; color=grey70;',
         '    legend [shape=plaintext, style="", fontsize=10, label=<<table border="0" '
-        'cellspacing="2"><tr><td align="left">solid: zero-copy, dashed: copy; '
-        "loops: copies and device moves; ovals: sources only</td></tr>"
+        'cellspacing="2"><tr><td align="left">solid: zero-copy, dashed: copy, dotted: '
+        "function bridges; loops: copies and device moves; ovals: sources only</td></tr>"
         f'<tr><td align="left">edge colour: plugin</td></tr>{rows}</table>>];',
         "  }",
         "}",
@@ -173,7 +184,8 @@ def to_mermaid(reg: Registry, include_all: bool = False) -> str:
     lines = [
         "flowchart LR",
         f"  %% {_title(nodes, edges, include_all)}",
-        "  %% solid: zero-copy, dotted: copy; loops: copies and device moves; pills: sources only",
+        "  %% solid: zero-copy, dotted: copy, thick: function bridges; loops: copies and device "
+        "moves; pills: sources only",
     ]
     missing = []
     for spec in nodes:
@@ -182,7 +194,7 @@ def to_mermaid(reg: Registry, include_all: bool = False) -> str:
         if not reg.installed(spec):
             missing.append(ids[spec.name])
     for edge in edges:
-        arrow = "-->" if edge.zero_copy else "-.->"
+        arrow = "==>" if edge.kind != ARRAY else "-->" if edge.zero_copy else "-.->"
         label = _mermaid_text(f"{_edge_label(edge)}<br/>[{edge.plugin}]")
         lines.append(f'  {ids[edge.source]} {arrow}|"{label}"| {ids[edge.target]}')
     if missing:

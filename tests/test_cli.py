@@ -27,6 +27,10 @@ PLUGINS = (
     "interop_plugins.jax",
     "interop_plugins.tensorflow",
     "interop_plugins.dlpack",
+    "interop_plugins.callables",
+    "interop_plugins.jax_tf",
+    "interop_plugins.jax_torch",
+    "interop_plugins.torch_tf",
 )
 
 
@@ -125,6 +129,16 @@ def test_doctor_text_matrix_zero_copy_between_installed(
             assert matrix[src][dst] == "zero-copy", f"{src} -> {dst}: {matrix[src][dst]}"
     for row in matrix.values():
         assert not any(cell.startswith("WRONG") for cell in row.values())
+
+
+def test_doctor_lists_planned_function_routes(report: dict[str, Any]) -> None:
+    have = {fw for fw in ("torch", "jax", "tensorflow") if available(fw)}
+    routes = report["functions"]
+    assert set(routes) == (have if len(have) > 1 else set())
+    if have == {"torch", "jax", "tensorflow"}:
+        assert routes["jax"]["tensorflow"] == ["jax2tf.convert"]
+        assert routes["tensorflow"]["torch"] == ["jax2tf.call_tf", "jax.vjp bridge"]
+        assert routes["torch"]["tensorflow"] == ["tf.py_function bridge"]
 
 
 def test_doctor_json_structure(report: dict[str, Any]) -> None:
