@@ -127,4 +127,8 @@ def torchax(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The benchmark: writes docs/benchmarks.md (pass --quick for a short run)."""
     install(session, "all-cpu")
+    # The function rows compare with these; without dependencies, so they never move torch or
+    # jax (torch-jax-interop imports chex and toolz without declaring them).
+    session.install("--no-deps", "torch-jax-interop==0.0.8", "chex", "toolz")
+    session.install("--pre", "--no-deps", TORCHAX)
     session.run("python", "benchmarks/bench.py", "--write", "docs/benchmarks.md", *session.posargs)

@@ -6,7 +6,9 @@ reports medians, so machine noise hits both alike. Targets:
 - warm ``to()`` on contiguous float32 within +1 µs of the fastest raw call, per zero-copy pair;
 - zero-copy of 256 MiB <= 1.5 x zero-copy of 4 KiB;
 - a copy route <= 1.25 x one numpy copy of the same bytes, peak extra memory <= 1.1 x bytes;
-- ``import interop_core`` < 30 ms importing no framework; a cold plan < 200 µs.
+- ``import interop_core`` < 30 ms importing no framework; a cold plan < 200 µs;
+- function bridges (benchmarks/functions.py): ``to(f, "tensorflow", source="jax")`` <= 1.05 x
+  raw jax2tf per call; eager ``to(tf_fn, "jax")`` on 64 MiB >= 5 x faster than raw call_tf.
 
 Usage: python benchmarks/bench.py [--quick] [--write docs/benchmarks.md]
 """
@@ -348,6 +350,9 @@ def main() -> int:
           "plan < 200 µs"],
          bench_cold_plan(args.quick)),
     ]  # fmt: skip
+    import functions  # benchmarks/functions.py, beside this file
+
+    sections += functions.sections(args.quick)
     body = [
         "# Benchmarks",
         "",
@@ -379,6 +384,7 @@ def main() -> int:
         "first import in a fresh checkout compiles the modules (~40 ms).",
         "- The first call on a fresh registry also loads the route's converter functions "
         "(once per registry); the plan-cache miss is what every later new kind of array pays.",
+        *functions.NOTES,
         "",
         f"Total benchmark time: {time.time() - started:.0f} s.",
     ]
