@@ -34,10 +34,9 @@ class Step(NamedTuple):
     kind: str = ARRAY
 
     def __str__(self) -> str:
-        if self.kind != ARRAY:
-            kind = f"{self.kind} bridge"
-        else:
-            kind = "zero-copy" if self.zero_copy else "COPY"
+        if self.kind != ARRAY:  # a bridge's caveats are long: the Route lists them once
+            return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] bridge"
+        kind = "zero-copy" if self.zero_copy else "COPY"
         note = f"  ({self.note})" if self.note else ""
         return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
 

@@ -181,7 +181,7 @@ def test_functions_compose_over_a_planned_route(reg: Registry) -> None:
     assert [s.converter for s in route.steps] == ["alpha bridge", "beta bridge"]
     assert route.kind == "function" and route.copies == 0
     assert "alpha function -> beta function" in str(route)
-    assert "function bridge" in str(route)
+    assert "1. alpha function -> beta function: alpha bridge [toys] bridge" in str(route)
     g = to(double, "gamma", source="alpha")
     y = g(GammaArr([1.5]))
     assert isinstance(y, GammaArr) and list(y.buf) == [3.0]
