@@ -14,9 +14,10 @@ nox.options.sessions = [
     "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "tests",
     "typeguard", "plugins", "torchax",
 ]  # fmt: skip
-#: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies after
-#: the fix work. Installed without dependencies: it must never move torch or jax.
-TORCHAX = "torchax>=0.0.14.dev20260807"
+#: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies from
+#: 0.0.14.dev20260807 work. Pinned to the nightly tested here, without dependencies: it must
+#: never move torch or jax.
+TORCHAX = "torchax==0.0.14.dev20261026"
 nox.options.error_on_missing_interpreters = True
 
 
@@ -119,7 +120,7 @@ def torchax(session: nox.Session) -> None:
     """The opt-in traced torch->jax function edge, in a session of its own: importing torchax
     changes torch process-wide (torch.compile stops working), so no other session has it."""
     install(session, "numpy", "torch", "jax")
-    session.install("--pre", "--no-deps", TORCHAX)
+    session.install("--no-deps", TORCHAX)
     pytest(session, "numpy,torch,jax,torchax", "tests/test_functions_torchax.py")
 
 
@@ -130,5 +131,5 @@ def bench(session: nox.Session) -> None:
     # The function rows compare with these; without dependencies, so they never move torch or
     # jax (torch-jax-interop imports chex and toolz without declaring them).
     session.install("--no-deps", "torch-jax-interop==0.0.8", "chex", "toolz")
-    session.install("--pre", "--no-deps", TORCHAX)
+    session.install("--no-deps", TORCHAX)
     session.run("python", "benchmarks/bench.py", "--write", "docs/benchmarks.md", *session.posargs)
