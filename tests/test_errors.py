@@ -376,8 +376,9 @@ def test_rule6_replans_only_once(boxes: types.ModuleType) -> None:
         with pytest.warns(PluginWarning) as warned, pytest.raises(ConversionError) as info:
             to(BoxA([1.0]), "boxb")
         # Each converter is excluded once, with its warning: the flaky one, then the fallback.
-        assert ["flaky box" in str(w.message) for w in warned] == [True, False]
-        assert "fallback box" in str(warned[1].message)
+        ours = [str(w.message) for w in warned if issubclass(w.category, PluginWarning)]
+        assert ["flaky box" in m for m in ours] == [True, False]
+        assert "fallback box" in ours[1]
         assert "fallback box" in str(info.value) and "test-box-plugin" in str(info.value)
         assert isinstance(info.value.__cause__, BufferError)
 
