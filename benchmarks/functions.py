@@ -333,6 +333,20 @@ def _jax_inputs() -> tuple[Any, Any, Any]:
     return tuple(jax.random.normal(k, (N, N), "float32") / 16 for k in keys)  # type: ignore[return-value]
 
 
+def _against_native(fn: Any, x: Any, w1: Any, w2: Any) -> tuple[Any, Any, list[Any], list[Any]]:
+    """``fn`` jitted (forward, grad), checked against native JAX, and the native sides."""
+    f_fwd, f_grad = _jitted(fn)
+    n_fwd, n_grad = _jitted(_native_mlp)
+    _check(f_fwd(x, w1, w2), n_fwd(x, w1, w2))
+    _check(f_grad(x, w1, w2), n_grad(x, w1, w2))
+    return (
+        f_fwd,
+        f_grad,
+        [("native jax.jit", _on(n_fwd, x, w1, w2))],
+        [("native jax.jit", _on(n_grad, x, w1, w2))],
+    )
+
+
 def _jitted(f: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """jax.jit of f(x, w1, w2) and of its gradient in (w1, w2) of the summed output."""
     import jax
@@ -373,12 +387,7 @@ def _torch_to_jax_rows(quick: bool) -> list[Row]:
     except NoRouteError as exc:
         why = "no torch -> jax function route: " + str(exc).splitlines()[0]
         return [skip_row("all", why, width)]
-    o_fwd, o_grad = _jitted(ours)
-    n_fwd, n_grad = _jitted(_native_mlp)
-    _check(o_fwd(x, w1, w2), n_fwd(x, w1, w2))
-    _check(o_grad(x, w1, w2), n_grad(x, w1, w2))
-    fwd_sides = [("native jax.jit", _on(n_fwd, x, w1, w2))]
-    grad_sides = [("native jax.jit", _on(n_grad, x, w1, w2))]
+    o_fwd, o_grad, fwd_sides, grad_sides = _against_native(ours, x, w1, w2)
     rows: list[Row] = []
     if installed("torch_jax_interop"):
         import torch_jax_interop as tji
@@ -397,8 +406,8 @@ def _torch_to_jax_rows(quick: bool) -> list[Row]:
             t_fwd = jax.jit(lambda p, x: wrapped(p, x))
             t_grad = jax.jit(jax.grad(lambda p, x: wrapped(p, x).sum()))
             started = time.perf_counter()
-            _check(t_fwd(params, x), n_fwd(x, w1, w2))
-            _check(t_grad(params, x), n_grad(x, w1, w2))
+            _check(t_fwd(params, x), o_fwd(x, w1, w2))
+            _check(t_grad(params, x), o_grad(x, w1, w2))
             name = f"tji.torch_module_to_jax (first calls {time.perf_counter() - started:.0f} s)"
             fwd_sides.append((name, _on(t_fwd, params, x)))
             grad_sides.append(("tji.torch_module_to_jax", _on(t_grad, params, x)))
@@ -472,12 +481,7 @@ def torchax_rows(quick: bool) -> dict[str, Any]:
     width = len(PAIR_HEAD)
     result: dict[str, Any] = {"torchax": importlib.metadata.version("torchax"), "rows": []}
     traced = to(_torch_mlp, "jax", source="torch", trace=True)
-    t_fwd, t_grad = _jitted(traced)
-    n_fwd, n_grad = _jitted(_native_mlp)
-    _check(t_fwd(x, w1, w2), n_fwd(x, w1, w2))
-    _check(t_grad(x, w1, w2), n_grad(x, w1, w2))
-    fwd_sides = [("native jax.jit", _on(n_fwd, x, w1, w2))]
-    grad_sides = [("native jax.jit", _on(n_grad, x, w1, w2))]
+    t_fwd, t_grad, fwd_sides, grad_sides = _against_native(traced, x, w1, w2)
     try:
         c_fwd, c_grad = _jitted(to(_torch_mlp, "jax", source="torch"))
         fwd_sides.append(("to() callback bridge", _on(c_fwd, x, w1, w2)))

@@ -209,9 +209,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
 def function_routes(st: State) -> dict[str, dict[str, list[str]]]:
     """For each installed framework with function edges, the converters of the route a
     function would take to each other one (planned, not run: [] when there is none)."""
-    names = {e.source for e in st.graph.edges if e.kind == FUNCTION} | {
-        e.target for e in st.graph.edges if e.kind == FUNCTION
-    }
+    names = {n for e in st.graph.edges if e.kind == FUNCTION for n in (e.source, e.target)}
     ordered = [n for n in st.frameworks if n in names]
     routes: dict[str, dict[str, list[str]]] = {}
     for src in ordered:

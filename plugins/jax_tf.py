@@ -8,7 +8,7 @@ gets concrete arrays and through ``jax2tf.call_tf`` under ``jax.jit``/``jax.grad
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from interop_core import ConverterSpec, hookimpl
@@ -21,12 +21,10 @@ from interop_core.errors import (
 )
 from interop_core.predicates import Needs
 
+from .bridges import SignatureCache, function_edge, function_name, is_forward_mode
+
 #: How many input signatures a tf->jax function keeps traced call_tf wrappers for.
 _TRACED_CACHE = 64
-
-
-def _name(fn: Any) -> str:
-    return str(getattr(fn, "__name__", None) or type(fn).__name__)
 
 
 def _named(wrapper: Callable[..., Any], fn: Any) -> None:
@@ -95,7 +93,7 @@ def jax_to_tf(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
     import tensorflow as tf
     from jax.experimental import jax2tf
 
-    name = _name(fn)
+    name = function_name(fn)
     poly = ctx.option("polymorphic_shapes")
     with_gradient = bool(ctx.option("with_gradient", True))
     platforms = ctx.option("platforms")
@@ -171,11 +169,6 @@ def _is_tracer(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-def _forward_mode(x: Any) -> bool:
-    # JAX exports no public name for its forward-mode tracer class: match it by name.
-    return type(x).__name__ == "JVPTracer"
-
-
 def _to_or_keep(to: Callable[..., Any], tree: Any, target: str) -> Any:
     """``to(tree, target)``, or ``tree`` itself when it holds no array at all."""
     try:
@@ -244,7 +237,7 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
     import tensorflow as tf
     from jax.experimental import jax2tf
 
-    name = _name(fn)
+    name = function_name(fn)
     declared = ctx.option("output_shape_dtype")
     to = ctx.to
     tree_flatten = jax.tree_util.tree_flatten
@@ -259,7 +252,7 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
 
     # One call_tf wrapper per input signature, so eager jax.grad calls reuse it instead of
     # rebuilding it (and redoing any shape inference) on every call.
-    staged: dict[tuple[Any, Hashable], Callable[..., Any]] = {}
+    staged: SignatureCache[Callable[..., Any]] = SignatureCache(_TRACED_CACHE)
 
     def stage(tree: Any, key: tuple[Any, ...], infer: bool) -> Callable[..., Any]:
         tf_flat = unpacked(tree)
@@ -267,9 +260,8 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
         if out_sd is None and infer:
             out_sd = _infer_outputs(tf_flat, key, name)
         kw = {} if out_sd is None else {"output_shape_dtype": out_sd}
-        if len(staged) >= _TRACED_CACHE:
-            staged.clear()
-        staged[tree, key] = wrapper = _guarded(jax2tf.call_tf(tf_flat, **kw), name)
+        wrapper = _guarded(jax2tf.call_tf(tf_flat, **kw), name)
+        staged.put((tree, key), wrapper)
         return wrapper
 
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -278,7 +270,7 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
             # Direct TF call: zero-copy in and out (call_tf would copy the inputs on CPU).
             args_tf, kwargs_tf = _to_or_keep(to, (args, kwargs), "tensorflow")
             return _to_or_keep(to, fn(*args_tf, **kwargs_tf), "jax")
-        if any(_forward_mode(x) for x in flat):
+        if any(is_forward_mode(x) for x in flat):
             raise UnsupportedTransformError(_JVP.format(name=name))
         # call_tf takes JAX values only ("not a valid JAX type" for a tf.Tensor).
         flat = [to(x, "jax") if isinstance(x, tf_types) else x for x in flat]
@@ -387,31 +379,23 @@ _TF_TO_JAX_NOTE = (
 def interop_converters() -> list[ConverterSpec]:
     """jax2tf.convert (jax -> tensorflow) and call_tf (tensorflow -> jax) function edges."""
     return [
-        ConverterSpec(
-            name="jax2tf.convert",
-            source="jax",
-            target="tensorflow",
-            kind="function",
-            load=lambda: jax_to_tf,
-            zero_copy=True,
+        function_edge(
+            "jax2tf.convert",
+            "jax",
+            "tensorflow",
+            lambda: jax_to_tf,
             # jax2tf serializes the function: a host callback cannot be ("serialization of
             # host_callbacks is not yet implemented"), so torch -> jax -> tf is no route.
             accepts=Needs(no_flags=frozenset({"host_callback"})),
             options=("polymorphic_shapes", "with_gradient", "platforms", "input_signature"),
-            context=True,
-            rerun=False,
             note=_JAX_TO_TF_NOTE,
         ),
-        ConverterSpec(
-            name="jax2tf.call_tf",
-            source="tensorflow",
-            target="jax",
-            kind="function",
-            load=lambda: tf_to_jax,
-            zero_copy=True,
+        function_edge(
+            "jax2tf.call_tf",
+            "tensorflow",
+            "jax",
+            lambda: tf_to_jax,
             options=("output_shape_dtype",),
-            context=True,
-            rerun=False,
             note=_TF_TO_JAX_NOTE,
         ),
     ]

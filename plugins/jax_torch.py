@@ -27,29 +27,17 @@ from interop_core.errors import (
     UnsupportedTransformError,
 )
 
+from .bridges import (
+    SignatureCache,
+    check_unmodified,
+    function_edge,
+    function_name,
+    is_forward_mode,
+)
+
 #: Option of torch_to_jax: the result's shapes and dtypes (a pytree of objects with .shape
 #: and .dtype), which skips shape inference.
 RESULT_SHAPE = "result_shape"
-
-#: How many signatures each bridged torch function keeps compiled-side state for.
-_CACHE_SIZE = 128
-
-
-def _check_callable(fn: Any, edge: str) -> None:
-    if not callable(fn):
-        raise ConversionError(
-            f"Cannot build the {edge} function bridge: {type(fn).__module__}."
-            f"{type(fn).__qualname__} is not callable. Pass a function (or a torch.nn.Module "
-            "for torch->jax)."
-        )
-
-
-def _name(fn: Any) -> str:
-    """How messages name ``fn``: its qualified name, or its name for builtins."""
-    qual = getattr(fn, "__qualname__", "")
-    if qual and not qual.startswith("_"):
-        return str(qual)
-    return str(getattr(fn, "__name__", type(fn).__qualname__))
 
 
 def _conj(x: Any) -> Any:
@@ -126,8 +114,7 @@ class _JaxBridge:
         # forward and the backward are one dispatch each.
         # A plain function is not jitted for the user: it may not be traceable.
         self.jitted = callable(getattr(fn, "lower", None))
-        self.compiled: OrderedDict[Any, tuple[Callable[..., Any], _Outputs]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.compiled: SignatureCache[tuple[Callable[..., Any], _Outputs]] = SignatureCache()
 
     def pure(
         self, tree: Any, template: list[Any], diff: list[int], const: list[int], rec: _Outputs
@@ -182,20 +169,13 @@ class _JaxBridge:
             hash(key)
         except TypeError:  # an unhashable static argument: the plain jax.vjp
             return None
-        with self.lock:
-            entry = self.compiled.get(key)
-            if entry is not None:
-                self.compiled.move_to_end(key)
-                return entry
-        rec = _Outputs()
-        g = self.pure(tree, template, diff, const, rec)
-        jfwd = jax.jit(lambda p, c: jax.vjp(lambda *ps: g(ps, c), *p, has_aux=True))
-        entry = (jfwd, rec)
-        with self.lock:
-            self.compiled[key] = entry
-            while len(self.compiled) > _CACHE_SIZE:
-                self.compiled.popitem(last=False)
-        return entry
+
+        def compile_vjp() -> tuple[Callable[..., Any], _Outputs]:
+            rec = _Outputs()
+            g = self.pure(tree, template, diff, const, rec)
+            return jax.jit(lambda p, c: jax.vjp(lambda *ps: g(ps, c), *p, has_aux=True)), rec
+
+        return self.compiled.get_or_make(key, compile_vjp)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         import jax
@@ -286,7 +266,6 @@ def jax_to_torch(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]
     ``torch.autograd.Function`` so ``backward()`` fills every such tensor's ``.grad``; for a
     ``jax.jit``-wrapped ``fn`` that vjp is compiled too.
     """
-    _check_callable(fn, "jax->torch")
     bridge = _JaxBridge(fn, ctx)
 
     @functools.wraps(fn)
@@ -614,10 +593,9 @@ class _TorchBridge:
         import torch
 
         self.fn, self.ctx, self.meta_fn = fn, ctx, meta_fn or fn
-        self.name = name or _name(fn)
+        self.name = name or function_name(fn)
         self.tensor_type = torch.Tensor
-        self.signatures: OrderedDict[Any, _Signature] = OrderedDict()
-        self.lock = threading.Lock()
+        self.signatures: SignatureCache[_Signature] = SignatureCache()
         self.result_shape = ctx.option(RESULT_SHAPE)
         if self.result_shape is not None:
             self._result_avals()  # a bad value fails now, not at the first trace
@@ -636,7 +614,7 @@ class _TorchBridge:
         # Reverse mode traces with LinearizeTracer (direct linearize, JAX's default), forward
         # mode with JVPTracer: refuse the latter here, where the error can still be ours.
         if getattr(jax.config, "jax_use_direct_linearize", True) and any(
-            type(leaves[i]).__name__ == "JVPTracer" for i in pos
+            is_forward_mode(leaves[i]) for i in pos
         ):
             raise self._forward_mode()
         sig = self._signature(leaves, tree, pos)
@@ -675,12 +653,7 @@ class _TorchBridge:
 
     def check_unmodified(self, tensors: Sequence[Any], versions: Sequence[int]) -> None:
         """Raise if the function wrote into its inputs (they share JAX's buffers)."""
-        if any(t._version != v for t, v in zip(tensors, versions, strict=True)):
-            raise ConversionError(
-                f"The torch function {self.name} modified an input tensor in place. Its "
-                "inputs share memory with immutable JAX arrays, which are now corrupted. "
-                "Clone inputs before modifying them (x = x.clone()) or use out-of-place ops."
-            )
+        check_unmodified(tensors, versions, self.name, "immutable JAX arrays")
 
     def _signature(self, leaves: list[Any], tree: Any, pos: list[int]) -> _Signature:
         arrays = set(pos)
@@ -690,21 +663,7 @@ class _TorchBridge:
                 (x.shape, x.dtype) if i in arrays else (type(x), x) for i, x in enumerate(leaves)
             ),
         )
-        try:
-            hash(key)
-        except TypeError:  # an unhashable static argument: no cache
-            return _Signature(self, leaves, tree, pos)
-        with self.lock:
-            sig = self.signatures.get(key)
-            if sig is not None:
-                self.signatures.move_to_end(key)
-                return sig
-        sig = _Signature(self, leaves, tree, pos)
-        with self.lock:
-            self.signatures[key] = sig
-            while len(self.signatures) > _CACHE_SIZE:
-                self.signatures.popitem(last=False)
-        return sig
+        return self.signatures.get_or_make(key, lambda: _Signature(self, leaves, tree, pos))
 
     # Shape inference.
 
@@ -873,7 +832,6 @@ def torch_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]
     ``jax.custom_vjp`` (backward by torch autograd); result shapes come from a run on meta
     tensors, once per input signature. Forward mode (``jax.jvp``) is not supported.
     """
-    _check_callable(fn, "torch->jax")
     import torch
 
     if isinstance(fn, torch.nn.Module):
@@ -891,31 +849,23 @@ def torch_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]
 def interop_converters() -> list[ConverterSpec]:
     """The jax -> torch (jax.vjp) and torch -> jax (pure_callback) function edges."""
     return [
-        ConverterSpec(
-            name="jax.vjp bridge",
-            source="jax",
-            target="torch",
-            kind="function",
-            load=lambda: jax_to_torch,
-            zero_copy=True,
-            context=True,
-            rerun=False,
+        function_edge(
+            "jax.vjp bridge",
+            "jax",
+            "torch",
+            lambda: jax_to_torch,
             note=(
                 "JAX runs the function on zero-copy views of the tensors; with grad, torch "
                 "autograd goes through jax.vjp (compiled per signature for a jax.jit function); "
                 "first-order gradients only"
             ),
         ),
-        ConverterSpec(
-            name="pure_callback bridge",
-            source="torch",
-            target="jax",
-            kind="function",
-            load=lambda: torch_to_jax,
-            zero_copy=True,
+        function_edge(
+            "pure_callback bridge",
+            "torch",
+            "jax",
+            lambda: torch_to_jax,
             options=(RESULT_SHAPE,),
-            context=True,
-            rerun=False,
             adds_flags=frozenset({"host_callback"}),
             note=(
                 "eagerly torch runs on zero-copy views; under jax.jit/grad/vmap it runs on the "

@@ -7,8 +7,6 @@ gradients through torch autograd.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,9 +15,7 @@ from interop_core.containers import map_leaves
 from interop_core.context import CallContext
 from interop_core.errors import ConversionError
 
-from .jax_torch import _name
-
-_CACHE_SIZE = 128
+from .bridges import SignatureCache, check_unmodified, function_edge, function_name
 
 
 def _flatten(tree: Any, kind: tuple[type, ...]) -> tuple[list[Any], list[int]]:
@@ -61,10 +57,9 @@ class _TorchOnTf:
         import torch
 
         self.fn, self.ctx, self.tf, self.torch = fn, ctx, tf, torch
-        self.name = _name(fn)
+        self.name = function_name(fn)
         self.kinds = (tf.Tensor, tf.Variable)
-        self.shapes: OrderedDict[Any, tuple[Any, list[Any]]] = OrderedDict()
-        self.lock = threading.Lock()
+        self.shapes: SignatureCache[tuple[Any, list[Any]]] = SignatureCache()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tf = self.tf
@@ -94,12 +89,7 @@ class _TorchOnTf:
         args, kwargs = _unflatten(tree, leaves)
         with torch.set_grad_enabled(bool(grad)):
             out = self.fn(*args, **kwargs)
-        if any(t._version != v for t, v in zip(tensors, versions, strict=True)):
-            raise ConversionError(
-                f"The torch function {self.name} modified an input tensor in place. Its "
-                "inputs share memory with TensorFlow tensors, which are now corrupted. Clone "
-                "inputs before modifying them (x = x.clone()) or use out-of-place ops."
-            )
+        check_unmodified(tensors, versions, self.name, "TensorFlow tensors")
         outs, opos = _flatten(out, (torch.Tensor,))
         if len(opos) != len(outs):
             bad = next(o for o in outs if not isinstance(o, torch.Tensor))
@@ -213,11 +203,8 @@ class _TorchOnTf:
     def _infer(
         self, leaves: list[Any], pos: list[int], xs: list[Any], tree: Any
     ) -> tuple[Any, list[Any]]:
-        """The result's template and (shape, tf dtype) per tensor, from a run on meta tensors."""
-        tf = self.tf
-        torch = self.torch
-        from .torch import dtype_name, torch_dtype
-
+        """The result's template and (shape, tf dtype) per tensor, from a run on meta tensors
+        (once per signature)."""
         if any(x.shape.rank is None for x in xs):
             raise ConversionError(
                 f"Cannot call the torch function {self.name} inside tf.function on a tensor of "
@@ -228,20 +215,25 @@ class _TorchOnTf:
         # Unknown dims are probed with 2 (the dtypes and structure do not depend on them);
         # the shapes are then left unknown.
         dims = [[2 if d is None else d for d in x.shape.as_list()] for x in xs]
-        key: Any = (
+        key = (
             _structure(tree, self.kinds),
             tuple(tuple(d) for d in dims),
             tuple(x.dtype for x in xs),
             known,
         )
-        try:
-            hash(key)
-        except TypeError:  # an unhashable static argument: no cache
-            key = None
-        if key is not None:
-            with self.lock:
-                if key in self.shapes:
-                    return self.shapes[key]
+        return self.shapes.get_or_make(
+            key, lambda: self._run_meta(leaves, pos, xs, tree, dims, known)
+        )
+
+    def _run_meta(
+        self, leaves: list[Any], pos: list[int], xs: list[Any], tree: Any,
+        dims: list[list[int]], known: bool,
+    ) -> tuple[Any, list[Any]]:  # fmt: skip
+        """The result's template and (shape, tf dtype) per tensor, from one meta run."""
+        tf = self.tf
+        torch = self.torch
+        from .torch import dtype_name, torch_dtype
+
         metas = [
             torch.empty(d, dtype=torch_dtype(x.dtype.name), device="meta")
             for d, x in zip(dims, xs, strict=True)
@@ -272,13 +264,7 @@ class _TorchOnTf:
             )
             for o in outs
         ]
-        found = (out, specs)
-        if key is not None:
-            with self.lock:
-                self.shapes[key] = found
-                while len(self.shapes) > _CACHE_SIZE:
-                    self.shapes.popitem(last=False)
-        return found
+        return out, specs
 
 
 def torch_to_tf(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
@@ -287,11 +273,6 @@ def torch_to_tf(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
     Usable eagerly and inside ``tf.function`` (through ``tf.py_function``, not under
     ``jit_compile=True``); ``tf.GradientTape`` gradients go through torch autograd.
     """
-    if not callable(fn):
-        raise ConversionError(
-            f"Cannot build the torch->tensorflow function bridge: {type(fn).__qualname__} "
-            "is not callable. Pass a function or a torch.nn.Module."
-        )
     import functools
 
     import tensorflow as tf
@@ -312,15 +293,11 @@ def torch_to_tf(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
 def interop_converters() -> list[ConverterSpec]:
     """The direct torch -> tensorflow function edge."""
     return [
-        ConverterSpec(
-            name="tf.py_function bridge",
-            source="torch",
-            target="tensorflow",
-            kind="function",
-            load=lambda: torch_to_tf,
-            zero_copy=True,
-            context=True,
-            rerun=False,
+        function_edge(
+            "tf.py_function bridge",
+            "torch",
+            "tensorflow",
+            lambda: torch_to_tf,
             note=(
                 "eagerly torch runs on zero-copy views of the TF tensors; inside tf.function it "
                 "runs on the host through tf.py_function (not under jit_compile=True, not saved "

@@ -32,6 +32,8 @@ from interop_core import ConverterSpec, hookimpl
 from interop_core.context import CallContext
 from interop_core.predicates import Needs
 
+from .bridges import function_edge
+
 #: torch 2.13 removed the named-tensor (Dimname) overloads; torchax releases up to 0.0.13
 #: reference them at import time (google/torchax#101, fixed by #102). The first nightly
 #: that imports with torch 2.13 is 0.0.14.dev20260807.
@@ -203,19 +205,15 @@ def interop_converters() -> list[ConverterSpec]:
     jax.jit, but importing torchax changes torch process-wide, so it is opt-in (trace=True)."""
     usable = torchax_usable()  # read once per registry build: installed metadata only
     return [
-        ConverterSpec(
-            name="torchax trace",
-            source="torch",
-            target="jax",
-            kind="function",
-            load=lambda: torch_to_jax_traced,
-            zero_copy=True,
+        function_edge(
+            "torchax trace",
+            "torch",
+            "jax",
+            lambda: torch_to_jax_traced,
             accepts=Needs(extra=lambda key: None if usable else _TORCHAX_MISSING),
             cost=0.5,
             options=("trace",),
             opt_in="trace",
-            context=True,
-            rerun=False,
             note=(
                 "traced by torchax: under jax.jit the torch code runs once, while tracing, "
                 "and the program has no host callback; importing torchax breaks torch.compile "
