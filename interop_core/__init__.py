@@ -30,6 +30,7 @@ from .hookspecs import hookimpl, hookspec
 from .planner import Route, Step
 from .registry import Registry
 from .specs import (
+    ANY,
     ConverterSpec,
     Device,
     FrameworkSpec,
@@ -42,6 +43,7 @@ from .specs import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ANY",
     "CallContext",
     "ConversionError",
     "ConverterSpec",

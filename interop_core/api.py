@@ -16,6 +16,7 @@ from .containers import map_leaves
 from .errors import InteropError, NotAnArrayError, OptionError
 from .registry import Registry, State
 from .router import (
+    ANY_SOURCE,
     Request,
     convert,
     convert_object,
@@ -24,7 +25,7 @@ from .router import (
     object_request,
     warm_failure,
 )
-from .specs import Device, FrameworkSpec, KindSpec
+from .specs import ANY, Device, FrameworkSpec, KindSpec
 
 _default: Registry | None = None
 _default_lock = threading.Lock()
@@ -223,13 +224,21 @@ def _object_request(
 ) -> Request:  # fmt: skip
     """The request for a function (or another non-array kind), its framework settled."""
     what = getattr(obj, "__qualname__", None) or type(obj).__qualname__
-    if copy is not None:
+    if copy is not None and not kind.takes_copy:
         raise OptionError(
             f"copy={copy!r} applies to arrays; {what} is a {kind.kind}, which is wrapped, "
             "not copied (the arrays it takes and returns cross zero-copy where possible). "
             "Leave copy= out."
         )
-    if kind.framework:
+    if kind.framework == ANY:
+        if source is not None:
+            described = kind.description or f"a {kind.kind}"
+            raise OptionError(
+                f"source={source!r} does not apply to {what}: it is {described}, whose "
+                "items each say their framework when they are converted. Leave source= out."
+            )
+        framework = ANY_SOURCE
+    elif kind.framework:
         _check_source(reg, st, source, kind.framework, obj)
         framework = st.frameworks[kind.framework]
     elif source is None:

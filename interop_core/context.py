@@ -29,6 +29,10 @@ class CallContext:
     to: Callable[..., Any] = field(default=lambda *a, **k: _unbound(), repr=False)
     #: The consumer's stream (GPU routes, later); None on the CPU.
     stream: Any = None
+    #: The request's ``copy=`` (for kinds whose items are arrays: iterators).
+    copy: bool | None = None
+    #: The framework the request targets (an edge to ``ANY`` reaches it).
+    target: str = ""
 
     def option(self, name: str, default: Any = None) -> Any:
         """The value the user gave for option ``name``, or ``default``."""

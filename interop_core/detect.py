@@ -14,7 +14,7 @@ import types
 import warnings
 from collections.abc import Iterable
 
-from .specs import FrameworkSpec, KindSpec
+from .specs import ANY, FrameworkSpec, KindSpec
 
 _MISSING = object()
 
@@ -66,6 +66,12 @@ class Detector:
         self.specs = tuple(s for s in specs if s.array_types)
         self.protocols = tuple(s for s in specs if s.claims is not None)
         self.kinds = tuple(kinds)
+        # Structural checks of kinds owned by a framework come before the catch-alls (any
+        # callable, any iterator), so a DALI pipeline_def is not taken for a plain function.
+        self.kind_claims = tuple(
+            sorted((k for k in self.kinds if k.claims is not None),
+                   key=lambda k: k.framework in ("", ANY))
+        )  # fmt: skip
         self.cache: dict[type, FrameworkSpec | None] = {}
         self.kind_cache: dict[type, KindSpec | None] = {}
         self._reported: set[str] = set()
@@ -85,7 +91,8 @@ class Detector:
 
     def kind(self, obj: object) -> KindSpec | None:
         """The spec of a non-array object (a function, ...), or None; asked only of objects
-        that are not arrays. Types of every spec first, then their ``claims`` in order."""
+        that are not arrays. Types of every spec first, then their ``claims`` (those of
+        kinds a framework owns first)."""
         cls = type(obj)
         try:
             return self.kind_cache[cls]
@@ -98,9 +105,9 @@ class Detector:
                 found = spec
                 break
         else:
-            for spec in self.kinds:
+            for spec in self.kind_claims:
                 try:
-                    if spec.claims is not None and spec.claims(obj):
+                    if spec.claims(obj):  # type: ignore[misc]
                         found = spec
                         break
                 except Exception:  # a structural check must never break detection

@@ -31,10 +31,12 @@ BUILTIN_PLUGINS = (
     "interop_plugins.known",
     "interop_plugins.protocols",
     "interop_plugins.callables",
+    "interop_plugins.iterators",
     "interop_plugins.jax_tf",
     "interop_plugins.jax_torch",
     "interop_plugins.torch_tf",
     "interop_plugins.torchax_bridge",
+    "interop_plugins.dali",
 )
 
 

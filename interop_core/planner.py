@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from .errors import VARIANT, RefusedEdge
 from .predicates import GlobalFlag, reads_alignment, reads_flag
-from .specs import ARRAY, ConverterSpec, Device, PlanKey, TensorInfo, device_kind
+from .specs import ANY, ARRAY, FUNCTION, ConverterSpec, Device, PlanKey, TensorInfo, device_kind
 
 
 class Step(NamedTuple):
@@ -34,8 +34,9 @@ class Step(NamedTuple):
     kind: str = ARRAY
 
     def __str__(self) -> str:
-        if self.kind != ARRAY:  # a bridge's caveats are long: the Route lists them once
-            return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] bridge"
+        if self.kind != ARRAY:  # its caveats are long: the Route lists them once
+            bridge = " bridge" if self.kind == FUNCTION else ""
+            return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}]{bridge}"
         kind = "zero-copy" if self.zero_copy else "COPY"
         note = f"  ({self.note})" if self.note else ""
         return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
@@ -84,14 +85,16 @@ class Route(NamedTuple):
 
 
 def node_name(key: PlanKey) -> str:
-    """A node's readable name, e.g. "numpy@cpu", "jax function"."""
+    """A node's readable name, e.g. "numpy@cpu", "jax function", "iterator"."""
     if key.kind == ARRAY:
         return f"{key.framework}@{key.device}"
-    return f"{key.framework} {key.kind}" + (f"@{key.device}" if key.device else "")
+    owner = "" if key.framework == ANY else f"{key.framework} "
+    return f"{owner}{key.kind}" + (f"@{key.device}" if key.device else "")
 
 
-def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
-    """The PlanKey of the result of taking ``edge`` from ``key`` towards device ``goal``."""
+def advance(key: PlanKey, edge: ConverterSpec, goal: str, target: str = "") -> PlanKey:
+    """The PlanKey of the result of taking ``edge`` from ``key`` towards device ``goal``
+    (and framework ``target``, which an edge to ``ANY`` reaches)."""
     if edge.zero_copy:
         layout, aligned, readonly = key.layout, key.aligned, key.readonly
         if edge.aligned_result is not None:
@@ -104,8 +107,9 @@ def advance(key: PlanKey, edge: ConverterSpec, goal: str) -> PlanKey:
     if edge.to_device is not None:  # a move lands on the goal's index when it goes there
         device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
     return PlanKey(
-        edge.target, device, key.dtype, layout, readonly, aligned,
-        (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy, key.kind,
+        target if edge.target == ANY else edge.target, device, key.dtype, layout, readonly,
+        aligned, (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
+        edge.result_kind or key.kind,
     )  # fmt: skip
 
 
@@ -144,16 +148,21 @@ class Graph:
         device: str,
         excluded: frozenset[tuple[str, str]] = frozenset(),
         opted_in: frozenset[str] = frozenset(),
+        goal_kind: str = "",
     ) -> Search:
         """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
 
         ``device`` is a device string with its index ("cuda:1"); edges declare kinds.
-        Only edges of the start's kind are taken; "" (a function bound to no device)
+        At each node only edges of its kind are taken, and the goal is an object of
+        ``goal_kind`` (default: the start's kind); "" (a function bound to no device)
         passes every edge's device check. An edge with ``opt_in`` is taken only when that
         option is in ``opted_in`` (the options the user passed, truthy).
         """
-        want_copy = start.copy is True
-        zero_only = start.copy is False
+        goal_kind = goal_kind or start.kind
+        anywhere = self.by_source.get(ANY, [])
+        # For other kinds copy= is about the arrays they yield, not the edges (iterators).
+        want_copy = start.copy is True and start.kind == ARRAY
+        zero_only = start.copy is False and start.kind == ARRAY
         out = Search()
         refusals: dict[tuple[int, str], tuple[tuple[bool, bool, float], ConverterSpec]] = {}
         flags: dict[GlobalFlag, None] = {}
@@ -168,7 +177,7 @@ class Graph:
             if (
                 key.framework == target
                 and key.device == device
-                and key.kind == start.kind
+                and key.kind == goal_kind
                 and (copied or not want_copy)
             ):
                 node: tuple[PlanKey, bool] = (key, copied)
@@ -180,14 +189,17 @@ class Graph:
                 out.found = True
                 break
             kind = device_kind(key.device)
-            for edge in self.by_source.get(key.framework, ()):
+            edges = self.by_source.get(key.framework, [])
+            if key.kind != ARRAY and key.framework != ANY:  # edges from any framework too
+                edges = edges + anywhere
+            for edge in edges:
                 if edge.kind != key.kind:
                     continue
                 if (kind and kind not in edge.devices) or (zero_only and not edge.zero_copy):
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
                     continue
-                nxt_key = advance(key, edge, device)
+                nxt_key = advance(key, edge, device, target)
                 if edge.to_device is not None and nxt_key.device == key.device:
                     continue  # a move to where the array already is
                 if edge.opt_in and edge.opt_in not in opted_in:
@@ -229,8 +241,10 @@ def make_route(
     device: str,
     path: Sequence[tuple[PlanKey, ConverterSpec, PlanKey]],
     refused: Sequence[RefusedEdge] = (),
+    goal_kind: str = "",
 ) -> Route:
-    """Describe a found path as a Route."""
+    """Describe a found path as a Route (to an object of ``goal_kind``, default the
+    source's kind)."""
     steps = tuple(
         Step(e.name, e.plugin, node_name(k), node_name(after), e.zero_copy, e.note, e.kind)
         for k, e, after in path
@@ -241,7 +255,9 @@ def make_route(
     notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
     return Route(
         source=node_name(source),
-        target=node_name(source._replace(framework=target, device=device)),
+        target=node_name(
+            source._replace(framework=target, device=device, kind=goal_kind or source.kind)
+        ),
         steps=steps,
         copies=copies,
         bytes_copied=copies * info.nbytes if info is not None else 0,

@@ -26,7 +26,7 @@ from .errors import (
 from .manager import InteropPluginManager, PluginWarning
 from .plancache import PlanCache
 from .planner import Graph
-from .specs import ConverterSpec, FrameworkSpec, KindSpec, KnownFramework
+from .specs import ANY, ARRAY, ConverterSpec, FrameworkSpec, KindSpec, KnownFramework
 
 
 class State:
@@ -185,7 +185,10 @@ class Registry:
                 }
                 # Routes never pass through a framework that is not installed (its predicates
                 # and converters would import it).
-                usable = [e for e in edges if installed[e.source] and installed[e.target]]
+                usable = [
+                    e for e in edges
+                    if all(f == ANY or installed[f] for f in (e.source, e.target))
+                ]  # fmt: skip
                 return State(
                     generation, frameworks, names, Graph(usable), installed, tuple(edges), known,
                     kinds, self,
@@ -203,7 +206,7 @@ class Registry:
     ) -> tuple[KindSpec, ...]:
         valid = []
         for plugin, spec in kinds:
-            if spec.framework and spec.framework not in frameworks:
+            if spec.framework not in ("", ANY) and spec.framework not in frameworks:
                 warnings.warn(
                     f"Kind {spec.kind!r} of plugin {plugin!r} ignored: no plugin declares "
                     f"framework {spec.framework!r}.",
@@ -220,7 +223,11 @@ class Registry:
         valid: list[ConverterSpec] = []
         seen: dict[tuple[str, str, str], str] = {}
         for plugin, edge in edges:
-            missing = [f for f in (edge.source, edge.target) if f not in frameworks]
+            wild = edge.kind != ARRAY  # only other kinds may name any framework
+            missing = [
+                f for f in (edge.source, edge.target)
+                if f not in frameworks and not (wild and f == ANY)
+            ]  # fmt: skip
             if missing:
                 warnings.warn(
                     f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
@@ -263,7 +270,8 @@ class Registry:
             raise UnknownFrameworkError(
                 target,
                 [n for n, f in st.names.items() if st.frameworks[f].target],
-                f"{spec.name!r} is a source protocol, not a framework to convert to.",
+                f"{spec.name!r} is a source {'protocol' if spec.protocol else 'only'}, not a "
+                "framework to convert to.",
             )
         if not self.installed(spec, st):
             raise FrameworkNotInstalledError(

@@ -31,6 +31,7 @@ from .plancache import FastKey, RouteKey, StalePlan
 from .planner import Plan, Route, Runner, Search, make_route
 from .registry import State
 from .specs import (
+    ANY,
     ARRAY,
     CPU,
     ConverterSpec,
@@ -59,6 +60,8 @@ class Request(NamedTuple):
     kind: str = ARRAY
     #: What the object is, for messages (kinds other than arrays).
     description: str = ""
+    #: The kind of the result when it differs from ``kind`` (a pipeline: "iterator").
+    result_kind: str = ""
 
     @property
     def start(self) -> PlanKey:
@@ -87,7 +90,8 @@ class Request(NamedTuple):
         """The request in words, for messages."""
         if self.kind != ARRAY:
             where = f" on {self.device}" if self.device is not None else ""
-            return f"from {self.description} to a {self.target.name} {self.kind}{where}"
+            kind = self.result_kind or self.kind
+            return f"from {self.description} to a {self.target.name} {kind}{where}"
         info = self.info
         shape = "x".join(map(str, info.shape)) or "0-d"
         return (
@@ -126,9 +130,19 @@ def object_request(
     """Record what is asked of an object of a kind other than arrays (a function, ...)."""
     info = TensorInfo(source.name, "", device or CPU, (), "", False, True, kind.flags)
     what = kind.description or f"a {source.name} {kind.kind}"
-    return Request(
-        info, source, target, device, copy, tuple(sorted(options.items())), kind.kind, what
-    )
+    opts = tuple(sorted(options.items()))
+    return Request(info, source, target, device, copy, opts, kind.kind, what, kind.becomes)
+
+
+def _unavailable(obj: Any) -> Any:
+    raise TypeError("objects of no framework have no array description")
+
+
+#: The source of objects that belong to no framework (``KindSpec.framework == ANY``).
+ANY_SOURCE = FrameworkSpec(
+    ANY, (), _unavailable, _unavailable, _unavailable, frozenset(), target=False,
+    plugin="interop_core",
+)  # fmt: skip
 
 
 def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
@@ -148,13 +162,14 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         )
     start, goal = req.start, req.goal
     excluded = st.cache.excluded.get(req.route_key, frozenset())
-    found = st.graph.search(start, target.name, goal, excluded, req.opted_in)
+    goal_kind = req.result_kind
+    found = st.graph.search(start, target.name, goal, excluded, req.opted_in, goal_kind)
     if not found.found:
         relevant = _relevant(found.refused, target.name)
         if (
             req.copy is False
             and st.graph.search(
-                start._replace(copy=None), target.name, goal, excluded, req.opted_in
+                start._replace(copy=None), target.name, goal, excluded, req.opted_in, goal_kind
             ).found
         ):
             raise CopyRequiredError(req.what(), found.refused, relevant)
@@ -167,7 +182,7 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         raise NoRouteError(req.what(), found.refused, advice, relevant)
     _check_options(st, req, found)
     info_or_none = info if req.kind == ARRAY else None
-    route = make_route(info_or_none, start, target.name, goal, found.path, found.refused)
+    route = make_route(info_or_none, start, target.name, goal, found.path, found.refused, goal_kind)
     return route, found
 
 
@@ -218,6 +233,8 @@ def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKe
         device=req.device,
         options=MappingProxyType({k: v for k, v in req.options if k in edge.options}),
         to=bound_to(st.registry, st),
+        copy=req.copy,
+        target=req.target.name,
     )
 
     def step(obj: Any) -> Any:

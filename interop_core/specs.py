@@ -36,10 +36,16 @@ ITEMSIZE = {
 #: Address alignment (bytes) that zero-copy consumers such as JAX on CPU require.
 ALIGNMENT = 64
 
-#: The kinds of object the graph routes: arrays (FrameworkSpec) and functions (KindSpec);
-#: plugins may declare others (pipelines, iterators).
+#: The kinds of object the graph routes: arrays (FrameworkSpec); functions, iterators of
+#: batches and data pipelines (KindSpec). Plugins may declare others.
 ARRAY = "array"
 FUNCTION = "function"
+ITERATOR = "iterator"
+PIPELINE = "pipeline"
+
+#: In place of a framework name: an edge from or to any framework, or a kind whose objects
+#: belong to none (an iterator: each item says). Only kinds other than arrays use it.
+ANY = "*"
 
 
 @dataclass(frozen=True)
@@ -247,6 +253,12 @@ class KindSpec:
     description: str = ""
     #: Flags of the node such objects start from (converter predicates may read them).
     flags: frozenset[str] = frozenset()
+    #: The kind these objects are converted into ("" for the same kind): a pipeline
+    #: becomes an iterator of the target's batches.
+    becomes: str = ""
+    #: Whether ``copy=`` applies, to each array the object yields (iterators); for other
+    #: kinds it is refused (a function is wrapped, not copied).
+    takes_copy: bool = False
     plugin: str = field(default="", compare=False)
 
     @property
@@ -276,7 +288,9 @@ class KnownFramework:
 class ConverterSpec:
     """One edge of the route graph: turns an array of ``source`` into one of ``target``.
 
-    ``source == target`` declares an in-framework copy (or layout change).
+    ``source == target`` declares an in-framework copy (or layout change). Edges of kinds
+    other than arrays may name ``ANY`` ("*") as source (from every framework's node of
+    their kind) or target (to the framework the request targets).
     """
 
     name: str
@@ -309,8 +323,11 @@ class ConverterSpec:
     adds_flags: frozenset[str] = frozenset()
     #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
     note: str = ""
-    #: The kind of object the edge converts (it stays that kind).
+    #: The kind of object the edge converts.
     kind: str = ARRAY
+    #: The kind of its result, when it differs ("" for the same): a pipeline edge's
+    #: result is an "iterator".
+    result_kind: str = ""
     #: Options of ``to()`` the converter takes; the user's values reach it in its context.
     options: tuple[str, ...] = ()
     #: The function is called as ``func(obj, ctx)`` with a :class:`~.context.CallContext`

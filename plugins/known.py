@@ -8,17 +8,11 @@ from interop_core import KnownFramework, hookimpl
 
 @hookimpl
 def interop_frameworks() -> list[KnownFramework]:
-    """CuPy and NVIDIA DALI, by name only."""
+    """CuPy, by name only."""
     return [
         KnownFramework(
             name="cupy",
             aliases=("cp",),
             install_hint="pip install cupy-cuda12x (or cupy-cuda13x, matching your CUDA)",
-        ),
-        KnownFramework(
-            name="dali",
-            aliases=("nvidia.dali",),
-            module="nvidia.dali",
-            install_hint="pip install nvidia-dali-cuda120",
         ),
     ]

@@ -16,8 +16,11 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
-_MODULES = {"numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow"}
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali")
+_MODULES = {
+    "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
+    "dali": "nvidia.dali",
+}  # fmt: skip
 
 
 def required() -> set[str]:
