@@ -23,7 +23,7 @@ from .api import explain, to, using_registry
 from .errors import InteropError
 from .example_arrays import ExampleError, make_example
 from .registry import Registry, State
-from .specs import FUNCTION, FrameworkSpec, PlanKey
+from .specs import FUNCTION, ITERATOR, PIPELINE, FrameworkSpec, PlanKey
 
 #: The array every cell of the matrix converts: contiguous float32, shape 2x3.
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -203,6 +203,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         "matrix": matrix,
         "notes": alignment_notes(aligned_only),
         "functions": function_routes(st),
+        "pipelines": pipeline_routes(st),
     }
 
 
@@ -219,6 +220,24 @@ def function_routes(st: State) -> dict[str, dict[str, list[str]]]:
             if dst != src:
                 found = st.graph.search(start, dst, "")
                 routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
+    return routes
+
+
+def pipeline_routes(st: State) -> dict[str, dict[str, list[str]]]:
+    """For each installed framework owning pipelines (DALI), the converters of the route
+    its pipelines take to an iterator of each installed framework (planned, not run)."""
+    owners = [
+        n for n in st.frameworks
+        if st.installed.get(n) and any(e.source == n and e.kind == PIPELINE for e in st.graph.edges)
+    ]  # fmt: skip
+    targets = [n for n, s in st.frameworks.items() if s.target and st.installed.get(n)]
+    routes: dict[str, dict[str, list[str]]] = {}
+    for src in owners:
+        start = PlanKey(src, "", "", "", False, True, frozenset(), None, PIPELINE)
+        routes[src] = {}
+        for dst in targets:
+            found = st.graph.search(start, dst, "", goal_kind=ITERATOR)
+            routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
     return routes
 
 
@@ -318,5 +337,10 @@ def print_doctor(report: dict[str, Any]) -> None:
     if report.get("functions"):
         print("\nFunction routes, planned (to(f, target, source=...); explain() has the caveats):")
         for src, row in report["functions"].items():
+            for dst, steps in row.items():
+                print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")
+    if report.get("pipelines"):
+        print("\nPipeline routes, planned (to(pipe, target, output_map=[...]) -> an iterator):")
+        for src, row in report["pipelines"].items():
             for dst, steps in row.items():
                 print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")

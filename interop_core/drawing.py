@@ -17,7 +17,8 @@ from pathlib import Path
 
 from . import __version__
 from .registry import Registry
-from .specs import ARRAY, ConverterSpec, FrameworkSpec
+from .router import ANY_SOURCE
+from .specs import ANY, ARRAY, ConverterSpec, FrameworkSpec
 
 #: Edge colours, one per plugin (cycled).
 _PALETTE = (
@@ -44,11 +45,18 @@ def graph_parts(
     """
     st = reg.state
     if include_all:
-        return list(st.frameworks.values()), list(st.declared)
-    edges = list(st.graph.edges)
-    named = {e.source for e in edges} | {e.target for e in edges}
-    nodes = [s for s in st.frameworks.values() if reg.installed(s) or s.name in named]
+        nodes, edges = list(st.frameworks.values()), list(st.declared)
+    else:
+        edges = list(st.graph.edges)
+        named = {e.source for e in edges} | {e.target for e in edges}
+        nodes = [s for s in st.frameworks.values() if reg.installed(s) or s.name in named]
+    if any(ANY in (e.source, e.target) for e in edges):  # one node stands for every framework
+        nodes.append(ANY_SOURCE)
     return nodes, edges
+
+
+#: How the node standing for every framework is labelled.
+ANY_LABEL = "any framework"
 
 
 def _edge_label(edge: ConverterSpec) -> str:
@@ -120,6 +128,12 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
         "  edge [fontname=Helvetica, fontsize=9, arrowsize=0.7];",
     ]
     for spec in nodes:
+        if spec.name == ANY:
+            tip = "edges from or to every framework (iterators: each batch is converted)"
+            attrs = [f"label={_dot_quote(ANY_LABEL)}", f"tooltip={_dot_quote(tip)}",
+                     'style="filled,dotted"', "shape=ellipse"]  # fmt: skip
+            lines.append(f"  {_dot_quote(spec.name)} [{', '.join(attrs)}];")
+            continue
         attrs = [f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]')}"]
         if not spec.target:
             tip = f"{spec.name} [{spec.plugin}]: a source only (to() cannot target it)"
@@ -154,7 +168,8 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
         '    label="Legend"; fontsize=10; style=rounded; color=grey70;',
         '    legend [shape=plaintext, style="", fontsize=10, label=<<table border="0" '
         'cellspacing="2"><tr><td align="left">solid: zero-copy, dashed: copy, dotted: '
-        "function bridges; loops: copies and device moves; ovals: sources only</td></tr>"
+        "functions, pipelines, iterators; loops: copies and device moves; ovals: sources "
+        "only</td></tr>"
         f'<tr><td align="left">edge colour: plugin</td></tr>{rows}</table>>];',
         "  }",
         "}",
@@ -184,14 +199,15 @@ def to_mermaid(reg: Registry, include_all: bool = False) -> str:
     lines = [
         "flowchart LR",
         f"  %% {_title(nodes, edges, include_all)}",
-        "  %% solid: zero-copy, dotted: copy, thick: function bridges; loops: copies and device "
-        "moves; pills: sources only",
+        "  %% solid: zero-copy, dotted: copy, thick: functions, pipelines, iterators; loops: "
+        "copies and device moves; pills: sources only",
     ]
     missing = []
     for spec in nodes:
         left, right = ("[", "]") if spec.target else ("([", "])")  # sources only: pills
-        lines.append(f'  {ids[spec.name]}{left}"{_mermaid_text(spec.name)}"{right}')
-        if not reg.installed(spec):
+        name = ANY_LABEL if spec.name == ANY else spec.name
+        lines.append(f'  {ids[spec.name]}{left}"{_mermaid_text(name)}"{right}')
+        if spec.name != ANY and not reg.installed(spec):
             missing.append(ids[spec.name])
     for edge in edges:
         arrow = "==>" if edge.kind != ARRAY else "-->" if edge.zero_copy else "-.->"
