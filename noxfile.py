@@ -11,7 +11,7 @@ import nox
 
 TORCH = "torch==2.13.0"
 nox.options.sessions = [
-    "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "tests",
+    "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "dali", "tests",
     "typeguard", "plugins", "torchax",
 ]  # fmt: skip
 #: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies from
@@ -88,9 +88,17 @@ def tensorflow_session(session: nox.Session) -> None:
     pytest(session, "numpy,tensorflow")
 
 
+@nox.session(name="dali")
+def dali_session(session: nox.Session) -> None:
+    """numpy + NVIDIA DALI (CPU pipelines): pipelines to numpy iterators, and the generic
+    iterators, without torch, JAX or TensorFlow."""
+    install(session, "numpy", "dali")
+    pytest(session, "numpy,dali", "tests/test_pipelines.py", "tests/test_iterators.py")
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The full stack: numpy, torch, JAX and TensorFlow together."""
+    """The full stack: numpy, torch, JAX, TensorFlow and DALI together."""
     install(session, "all-cpu")
     pytest(session, "all")
 

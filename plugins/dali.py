@@ -99,7 +99,7 @@ def cuda_devices() -> int:
     from nvidia.dali import backend
 
     try:
-        return int(backend.GetCUDADeviceCount())
+        return int(backend.GetCUDADeviceCount())  # type: ignore[attr-defined]
     except Exception:
         return 0
 

@@ -139,7 +139,7 @@ def batch_shards(sharding: Any, batch_size: int) -> list[list[Any]]:
         )
     by_start: dict[int, list[Any]] = {}
     for device, index in sharding.addressable_devices_indices_map((batch_size,)).items():
-        rows = index[0]
+        rows = index[0] if index else slice(None)  # None: the device holds everything
         start, stop, _ = rows.indices(batch_size)
         by_start.setdefault(start, []).append((stop - start, device))
     sizes = {n for devices in by_start.values() for n, _ in devices}
