@@ -9,6 +9,7 @@ in flight keeps the snapshot it started with.
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import sys
 import threading
@@ -300,8 +301,21 @@ class Registry:
 
 
 def importable(module: str) -> bool:
-    """Whether ``module`` is imported or can be found, without importing it."""
+    """Whether ``module`` is imported or can be found, without importing it (nor, for a
+    dotted name such as "nvidia.dali", its parent package: find_spec would import that)."""
+    if module in sys.modules:
+        return True
+    top, _, rest = module.partition(".")
     try:
-        return module in sys.modules or importlib.util.find_spec(module) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
+    if spec is None or not rest:
+        return spec is not None
+    paths = list(spec.submodule_search_locations or [])
+    for part in rest.split("."):
+        found = importlib.machinery.PathFinder.find_spec(part, paths)
+        if found is None:
+            return False
+        paths = list(found.submodule_search_locations or [])
+    return True

@@ -154,21 +154,26 @@ def dali_errors(obj: Any) -> Iterator[None]:
         yield
     except RuntimeError as exc:
         text = str(exc)
-        name = getattr(obj, "__qualname__", type(obj).__qualname__)
+        # A @pipeline_def has a name; a built Pipeline does not.
+        name = (
+            f"DALI pipeline {obj.__qualname__!r}"
+            if hasattr(obj, "__qualname__")
+            else "DALI pipeline"
+        )
         if RAGGED in text:
             raise ConversionError(
-                f"DALI pipeline {name!r} produced a batch whose samples differ in shape, "
+                f"{name} produced a batch whose samples differ in shape, "
                 "which no framework's array can hold. Give the samples one shape in the "
                 "pipeline (fn.resize, fn.crop, fn.pad) before its outputs."
             ) from exc
         if "CUDA" in text or "GPU" in text:
             raise ConversionError(
-                f"DALI pipeline {name!r} needs a GPU, and DALI sees {cuda_devices()} CUDA "
+                f"{name} needs a GPU, and DALI sees {cuda_devices()} CUDA "
                 "device(s) here. On a machine without one, use CPU operators only "
                 "(device='cpu', no .gpu(), no device='mixed'), built with device_id=None "
                 f"(what to() chooses then). DALI said: {text.splitlines()[0]}"
             ) from exc
-        raise ConversionError(f"DALI pipeline {name!r} failed: {text}") from exc
+        raise ConversionError(f"{name} failed: {text}") from exc
 
 
 # -- the converters ----------------------------------------------------------------------

@@ -370,12 +370,13 @@ def test_held_batches_survive_reused_buffers(data: SimpleNamespace, target: str)
     held = next(it)
     assert isinstance(unwrap(held)["images"], kind)
     snapshot = host(held)
-    later = [host(next(it)) for _ in range(3)]
-    for batch in later:  # the later batches hold other images
-        assert not np.array_equal(batch["images"], snapshot["images"])
-    now = host(held)
-    for name in NAMES:
-        np.testing.assert_array_equal(now[name], snapshot[name], err_msg=name)
+    later = []
+    for step in range(3):  # DALI cycles its buffers: check after every pull
+        later.append(host(next(it)))
+        assert not np.array_equal(later[-1]["images"], snapshot["images"])  # other images
+        now = host(held)
+        for name in NAMES:
+            np.testing.assert_array_equal(now[name], snapshot[name], err_msg=f"{name} {step}")
     want = [host(b) for b in batches("numpy", data.images, {"pad": True})]
     for name in NAMES:
         np.testing.assert_array_equal(snapshot[name], want[0][name])
