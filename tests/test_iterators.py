@@ -35,7 +35,11 @@ class Counted:
 
 def batches(n: int = 3) -> list[dict[str, Any]]:
     return [
-        {"x": np.full((2, 3), i, np.float32), "pair": (np.arange(4, dtype=np.int32) + i, f"b{i}"), "i": i}
+        {
+            "x": np.full((2, 3), i, np.float32),
+            "pair": (np.arange(4, dtype=np.int32) + i, f"b{i}"),
+            "i": i,
+        }
         for i in range(n)
     ]
 
