@@ -8,7 +8,9 @@ reports medians, so machine noise hits both alike. Targets:
 - a copy route <= 1.25 x one numpy copy of the same bytes, peak extra memory <= 1.1 x bytes;
 - ``import interop_core`` < 30 ms importing no framework; a cold plan < 200 µs;
 - function bridges (benchmarks/functions.py): ``to(f, "tensorflow", source="jax")`` <= 1.05 x
-  raw jax2tf per call; eager ``to(tf_fn, "jax")`` on 64 MiB >= 5 x faster than raw call_tf.
+  raw jax2tf per call; eager ``to(tf_fn, "jax")`` on 64 MiB >= 5 x faster than raw call_tf;
+- DALI pipelines (benchmarks/pipelines.py): an epoch of ``to(pipe_def, "jax")`` (``"torch"``)
+  <= 1.02 x an epoch of DALI's own DALIGenericIterator.
 
 Usage: python benchmarks/bench.py [--quick] [--write docs/benchmarks.md]
 """
@@ -351,8 +353,10 @@ def main() -> int:
          bench_cold_plan(args.quick)),
     ]  # fmt: skip
     import functions  # benchmarks/functions.py, beside this file
+    import pipelines  # benchmarks/pipelines.py, beside this file
 
     sections += functions.sections(args.quick)
+    sections += pipelines.sections(args.quick)
     body = [
         "# Benchmarks",
         "",
@@ -385,6 +389,7 @@ def main() -> int:
         "- The first call on a fresh registry also loads the route's converter functions "
         "(once per registry); the plan-cache miss is what every later new kind of array pays.",
         *functions.NOTES,
+        *pipelines.NOTES,
         "",
         f"Total benchmark time: {time.time() - started:.0f} s.",
     ]
