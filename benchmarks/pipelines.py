@@ -59,11 +59,10 @@ NOTES = [
     "of many rounds are compared; even so the control column (the compared side against "
     "itself, in the same rounds) shows that a ratio moves by a few percent from run to run: "
     "DALI against DALI measured 0.96-1.03x in repeated runs of 81 epochs.",
-    "- What `to()` adds to DALI's own iterator: the route is planned on every call (a plan "
-    "is cached only when the options are hashable, and `output_map=[...]` and "
-    "`pipeline_kwargs={...}` are not), ~80 µs back to back but ~0.3-0.4 ms right after an "
-    "epoch has flushed the CPU caches, plus a context manager per batch: about 1-1.5% of a "
-    "30 ms epoch. With 301 rounds (control 1.00x) JAX measured 1.02-1.04x, torch 1.01-1.02x.",
+    "- What `to()` adds to DALI's own iterator: detecting the pipeline, the cached route "
+    "(cached by option names, so `output_map=[...]` need not be hashable), binding this "
+    "call's options, and a try/except per batch that turns DALI's errors into ones that say "
+    "what to do.",
     "- DALI -> TensorFlow: `to()` gives numpy views of DALI's output buffers and converts "
     "each batch by DLPack (zero-copy where the buffer is 64-byte aligned, which DALI's CPU "
     "outputs were here); the naive route copies each output to numpy (`as_array()`) and "
@@ -205,8 +204,9 @@ def sections(quick: bool) -> list[Section]:
     title = (
         f"DALI pipeline -> framework iterators: one epoch of `to(pipe_def, target, "
         f"output_map=..., reader_name='Reader', batch_size={BATCH}, num_threads={THREADS})` "
-        "vs DALI's own DALIGenericIterator over `pipe_def(..., device_id=None)` (jax, torch) "
-        "and vs a naive numpy-copy route (tensorflow). "
+        "vs DALI's own DALIGenericIterator over `pipe_def(..., device_id=None)` (the "
+        "device_id to() picks without a GPU) for jax and torch, "
+        "and vs a naive numpy-copy route for tensorflow. "
         f"{CLASSES * PER_CLASS} JPEGs {SIDE}x{SIDE} decoded on the CPU and resized to "
         f"{OUT_SIDE}x{OUT_SIDE}; each epoch builds a fresh pipeline and iterator on both sides "
         "(build included, teardown not), pulls every batch and blocks on the last; "

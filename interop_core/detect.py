@@ -91,29 +91,30 @@ class Detector:
 
     def kind(self, obj: object) -> KindSpec | None:
         """The spec of a non-array object (a function, ...), or None; asked only of objects
-        that are not arrays. Types of every spec first, then their ``claims`` (those of
-        kinds a framework owns first)."""
+        that are not arrays. Types of every spec first (cached per type), then their
+        ``claims`` (those of kinds a framework owns first), asked of each object: objects
+        of one type may differ (a DALI ``@pipeline_def`` and a plain function)."""
         cls = type(obj)
         try:
-            return self.kind_cache[cls]
+            found = self.kind_cache[cls]
         except KeyError:
-            pass
-        found = None
+            found = self.kind_cache[cls] = self._kind_by_type(cls)
+        if found is not None:
+            return found
+        for spec in self.kind_claims:
+            try:
+                if spec.claims(obj):  # type: ignore[misc]
+                    return spec
+            except Exception:  # a structural check must never break detection
+                continue
+        return None
+
+    def _kind_by_type(self, cls: type) -> KindSpec | None:
         for spec in self.kinds:
             found_types = tuple(t for t in map(resolve_type, spec.types) if t is not None)
             if found_types and issubclass(cls, found_types):
-                found = spec
-                break
-        else:
-            for spec in self.kind_claims:
-                try:
-                    if spec.claims(obj):  # type: ignore[misc]
-                        found = spec
-                        break
-                except Exception:  # a structural check must never break detection
-                    continue
-        self.kind_cache[cls] = found
-        return found
+                return spec
+        return None
 
     def _by_type(self, cls: type) -> FrameworkSpec | None:
         for spec in self.specs:

@@ -62,8 +62,9 @@ class PlanCache:
         self.excluded: dict[RouteKey, frozenset[tuple[str, str]]] = {}
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
-        #: Plans of non-array requests (functions, ...) by (route key, options).
-        self.requests: dict[tuple[RouteKey, tuple[tuple[str, Any], ...]], Plan] = {}
+        #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
+        #: option names given, the opt-in options passed truthy): what planning depends on.
+        self.requests: dict[tuple[RouteKey, tuple[str, ...], frozenset[str]], Any] = {}
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,

@@ -211,7 +211,12 @@ def _check_options(st: State, req: Request, found: Search) -> None:
 
 def plan(st: State, req: Request) -> Plan:
     """The cheapest route for ``req``, bound to its functions; raises when there is none."""
-    route, found = find_route(st, req)
+    return bind(st, req, *find_route(st, req))
+
+
+def bind(st: State, req: Request, route: Route, found: Search) -> Plan:
+    """The plan that runs ``route`` (found by ``found``) for ``req``: its steps' functions
+    loaded and bound to the request's device and options."""
     edges = tuple(e for _, e, _ in found.path)
     load = _loader(st)
     funcs = tuple(_bind(st, req, e, st.cache.load(e, load), after) for _, e, after in found.path)
@@ -291,20 +296,16 @@ def convert(
 
 
 def convert_object(st: State, obj: Any, req: Request) -> Any:
-    """Plan (or reuse the plan of) a request for a function or another non-array kind, and
-    run it. Such objects are converted once and used many times, so they skip the warm
-    path; the plan is cached by the request when its options are hashable."""
-    key = (req.route_key, req.options)
-    try:
-        the_plan = st.cache.requests.get(key)
-        hashable = True
-    except TypeError:  # unhashable option values: plan every time
-        the_plan, hashable = None, False
-    if the_plan is None:
-        the_plan = plan(st, req)
-        if hashable:
-            st.cache.requests[key] = the_plan
-    return run(st, req, obj, the_plan, None)
+    """Plan (or reuse the route of) a request for a function or another non-array kind,
+    bind it to this request's options and run it. Such objects are converted once and used
+    many times, so they skip the warm path. The route depends on the option names and the
+    opt-ins, never on the values (``output_map=[...]`` need not be hashable): it is cached
+    by those, and only binding (microseconds) is repeated."""
+    key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in)
+    found = st.cache.requests.get(key)
+    if found is None:
+        found = st.cache.requests[key] = find_route(st, req)
+    return run(st, req, obj, bind(st, req, *found), None)
 
 
 def run(st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None) -> Any:

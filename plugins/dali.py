@@ -147,33 +147,35 @@ def pipeline(obj: Any, ctx: CallContext, **shard: int) -> Any:
 
 @contextmanager
 def dali_errors(obj: Any) -> Iterator[None]:
-    """DALI's errors building or running a pipeline, as ConversionErrors that say what to
-    do: a pipeline that needs a GPU that is not there; a batch of differently shaped
-    samples."""
+    """DALI's errors building or running ``obj`` (a pipeline), as :func:`dali_error` says."""
     try:
         yield
     except RuntimeError as exc:
-        text = str(exc)
-        # A @pipeline_def has a name; a built Pipeline does not.
-        name = (
-            f"DALI pipeline {obj.__qualname__!r}"
-            if hasattr(obj, "__qualname__")
-            else "DALI pipeline"
+        raise dali_error(exc, obj) from exc
+
+
+def dali_error(exc: RuntimeError, obj: Any) -> ConversionError:
+    """DALI's error ``exc`` as a ConversionError that says what to do: a pipeline that needs
+    a GPU that is not there; a batch of differently shaped samples."""
+    text = str(exc)
+    # A @pipeline_def has a name; a built Pipeline does not.
+    name = (
+        f"DALI pipeline {obj.__qualname__!r}" if hasattr(obj, "__qualname__") else "DALI pipeline"
+    )
+    if RAGGED in text:
+        return ConversionError(
+            f"{name} produced a batch whose samples differ in shape, which no framework's "
+            "array can hold. Give the samples one shape in the pipeline (fn.resize, "
+            "fn.crop, fn.pad) before its outputs."
         )
-        if RAGGED in text:
-            raise ConversionError(
-                f"{name} produced a batch whose samples differ in shape, "
-                "which no framework's array can hold. Give the samples one shape in the "
-                "pipeline (fn.resize, fn.crop, fn.pad) before its outputs."
-            ) from exc
-        if "CUDA" in text or "GPU" in text:
-            raise ConversionError(
-                f"{name} needs a GPU, and DALI sees {cuda_devices()} CUDA "
-                "device(s) here. On a machine without one, use CPU operators only "
-                "(device='cpu', no .gpu(), no device='mixed'), built with device_id=None "
-                f"(what to() chooses then). DALI said: {text.splitlines()[0]}"
-            ) from exc
-        raise ConversionError(f"{name} failed: {text}") from exc
+    if "CUDA" in text or "GPU" in text:
+        return ConversionError(
+            f"{name} needs a GPU, and DALI sees {cuda_devices()} CUDA device(s) here. On a "
+            "machine without one, use CPU operators only (device='cpu', no .gpu(), no "
+            "device='mixed'), built with device_id=None (what to() chooses then). DALI "
+            f"said: {text.splitlines()[0]}"
+        )
+    return ConversionError(f"{name} failed: {text}")
 
 
 # -- the converters ----------------------------------------------------------------------

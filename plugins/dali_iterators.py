@@ -12,7 +12,7 @@ from nvidia.dali.plugin.base_iterator import LastBatchPolicy, _DaliBaseIterator
 
 from interop_core import OptionError
 
-from .dali import dali_errors
+from .dali import dali_error
 
 
 @functools.cache
@@ -21,8 +21,10 @@ def _checked(base: type) -> type:
 
     class Checked(base):  # type: ignore[misc, valid-type]
         def __next__(self) -> Any:
-            with dali_errors(self._pipes[0]):
+            try:  # not a context manager: this runs once per batch
                 return super().__next__()
+            except RuntimeError as exc:
+                raise dali_error(exc, self._pipes[0]) from exc
 
     Checked.__name__ = Checked.__qualname__ = base.__name__
     Checked.__doc__ = base.__doc__
@@ -79,8 +81,10 @@ class NumpyBatches(_DaliBaseIterator):  # type: ignore[misc]
         if self._first_batch is not None:
             batch, self._first_batch = self._first_batch, None
             return batch
-        with dali_errors(self._pipes[0]):
+        try:
             return self._next_batch()
+        except RuntimeError as exc:
+            raise dali_error(exc, self._pipes[0]) from exc
 
     def _next_batch(self) -> dict[str, np.ndarray]:
         outputs = self._get_outputs()[0]

@@ -214,12 +214,13 @@ def test_unhashable_option_values_are_planned_every_time(reg: Registry) -> None:
     assert dict(SEEN)["alpha bridge"].options["scale"] == [1, 2]
 
 
-def test_function_plans_are_cached_per_request(reg: Registry) -> None:
+def test_function_routes_are_cached_by_option_names_not_values(reg: Registry) -> None:
     to(double, "beta", source="alpha", scale=2)
     to(double, "beta", source="alpha", scale=2)
     to(double, "beta", source="alpha", scale=5)
-    assert len(reg.state.cache.requests) == 2
-    assert [c.options["scale"] for _, c in SEEN] == [2, 2, 5]  # converted on every call
+    to(double, "beta", source="alpha", scale=[5])  # unhashable values share the route too
+    assert len(reg.state.cache.requests) == 1
+    assert [c.options["scale"] for _, c in SEEN] == [2, 2, 5, [5]]  # each call's own values
 
 
 def test_copy_does_not_apply_to_functions(reg: Registry) -> None:

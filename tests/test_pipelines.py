@@ -491,3 +491,30 @@ def test_sharded_batches_are_global_arrays_on_the_mesh(data: SimpleNamespace) ->
             assert step["equal"][name] == [True] * 4, name
         assert 40 < step["mean"] < 215
         assert step["mean"] == pytest.approx(step["numpy_mean"], rel=1e-5)
+
+
+def test_a_pipeline_def_and_a_plain_function_of_the_same_type_keep_their_kinds(
+    data: SimpleNamespace,
+) -> None:
+    """Both are Python functions: detection must ask each object, not remember the type."""
+
+    def plain(x: Any) -> Any:
+        return x
+
+    with pytest.raises(OptionError, match="source="):  # a plain function needs source=
+        interop_core.to(plain, "numpy")
+    assert isinstance(host(next(batches("numpy", data.images)))["images"], np.ndarray)
+    with pytest.raises(OptionError, match="source="):
+        interop_core.to(plain, "numpy")
+
+
+def test_a_route_is_planned_once_for_unhashable_options(data: SimpleNamespace) -> None:
+    """output_map=[...] is a list: the route is cached by the option names, not values."""
+    from interop_core.api import default_registry
+
+    cache = default_registry().state.cache.requests
+    before = len(cache)
+    for names in (["a", "b"], ["c", "d"]):
+        batch = next(batches("numpy", data.images, output_map=names))
+        assert set(batch) == set(names)
+    assert len(cache) - before <= 1
