@@ -141,6 +141,21 @@ def test_doctor_lists_planned_function_routes(report: dict[str, Any]) -> None:
         assert routes["torch"]["tensorflow"] == ["tf.py_function bridge"]
 
 
+def test_doctor_lists_planned_pipeline_routes(report: dict[str, Any]) -> None:
+    routes = report["pipelines"]
+    if not available("dali"):
+        assert routes == {}
+        return
+    row = routes["dali"]
+    assert row["numpy"] == ["DALI outputs as numpy"]
+    if available("jax"):
+        assert row["jax"] == ["DALI JAX iterator"]  # not the opt-in sharded edge
+    if available("torch"):
+        assert row["torch"] == ["DALI PyTorch iterator"]
+    if available("tensorflow"):
+        assert row["tensorflow"] == ["DALI outputs as numpy", "to() on each batch"]
+
+
 def test_doctor_json_structure(report: dict[str, Any]) -> None:
     from interop_core import __version__
 
