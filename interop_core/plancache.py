@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
-from .planner import Plan, Runner
+from .planner import Plan, Route, Runner, Search
 from .predicates import GlobalFlag
 from .specs import ConverterSpec, FrameworkSpec, PlanKey
 
@@ -64,7 +64,9 @@ class PlanCache:
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
         #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
         #: option names given, the opt-in options passed truthy): what planning depends on.
-        self.requests: dict[tuple[RouteKey, tuple[str, ...], frozenset[str]], Any] = {}
+        self.requests: dict[
+            tuple[RouteKey, tuple[str, ...], frozenset[str]], tuple[Route, Search]
+        ] = {}
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
