@@ -37,7 +37,13 @@ OUTPUT_MAP = ["images", "labels"]
 def write_images(root: str) -> None:
     """``CLASSES`` folders (``0``, ``1``) of ``PER_CLASS`` JPEGs each under ``root``; each
     image a uniform brightness plus noise, class 1 brighter than class 0."""
-    from PIL import Image
+    try:
+        from PIL import Image
+    except ImportError:
+        sys.exit(
+            "This example writes its images with pillow: pip install pillow "
+            "(or pass --data DIR, a folder of class folders of JPEGs)."
+        )
 
     rng = np.random.default_rng(SEED)
     for label in range(CLASSES):
