@@ -134,12 +134,12 @@ def batch_shards(sharding: Any, batch_size: int) -> list[list[Any]]:
     import jax
 
     if not isinstance(sharding, jax.sharding.Sharding):
-        raise TypeError(f"sharding= must be a jax.sharding.Sharding, not {type(sharding)!r}")
+        raise OptionError(f"sharding= must be a jax.sharding.Sharding, not {type(sharding)!r}.")
     spec = getattr(sharding, "spec", ())
     if any(axis is not None for axis in tuple(spec)[1:]):
-        raise ValueError(
+        raise OptionError(
             f"sharding {spec} splits an axis other than the batch axis; a DALI pipeline "
-            "shards batches only"
+            "shards batches only: split the first axis only, e.g. PartitionSpec('data')."
         )
     by_start: dict[int, list[Any]] = {}
     for device, index in sharding.addressable_devices_indices_map((batch_size,)).items():
@@ -148,7 +148,10 @@ def batch_shards(sharding: Any, batch_size: int) -> list[list[Any]]:
         by_start.setdefault(start, []).append((stop - start, device))
     sizes = {n for devices in by_start.values() for n, _ in devices}
     if len(sizes) != 1:
-        raise ValueError(f"batch_size={batch_size} does not split evenly over the shards")
+        raise OptionError(
+            f"batch_size={batch_size} does not split evenly over the {len(by_start)} shards "
+            "of the sharding: pass a multiple of the shard count."
+        )
     return [[d for _, d in by_start[s]] for s in sorted(by_start)]
 
 

@@ -518,3 +518,21 @@ def test_a_route_is_planned_once_for_unhashable_options(data: SimpleNamespace) -
         batch = next(batches("numpy", data.images, output_map=names))
         assert set(batch) == set(names)
     assert len(cache) - before <= 1
+
+
+def test_sharding_errors_say_what_to_pass(data: SimpleNamespace) -> None:
+    jax = need("jax")
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
+    with pytest.raises(OptionError, match=r"jax\.sharding\.Sharding"):
+        batches("jax", data.images, sharding="data")
+    with pytest.raises(OptionError, match="batch axis"):
+        batches("jax", data.images, sharding=NamedSharding(mesh, P(None, "data")))
+    with pytest.raises(OptionError, match="@pipeline_def"):
+        pipe = images_def(root=data.images, batch_size=4, num_threads=1, device_id=None)
+        interop_core.to(pipe, "jax", output_map=NAMES, sharding=NamedSharding(mesh, P("data")))
+    one = next(batches("jax", data.images, sharding=NamedSharding(mesh, P("data"))))
+    assert one["images"].shape == (4, SIZE, SIZE, 3)  # one shard: the whole batch
+    assert {s.device for s in one["images"].addressable_shards} == {jax.devices()[0]}
