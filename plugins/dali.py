@@ -150,13 +150,14 @@ def dali_errors(obj: Any) -> Iterator[None]:
     """DALI's errors building or running ``obj`` (a pipeline), as :func:`dali_error` says."""
     try:
         yield
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError, TypeError, AssertionError) as exc:
         raise dali_error(exc, obj) from exc
 
 
-def dali_error(exc: RuntimeError, obj: Any) -> ConversionError:
+def dali_error(exc: Exception, obj: Any) -> ConversionError:
     """DALI's error ``exc`` as a ConversionError that says what to do: a pipeline that needs
-    a GPU that is not there; a batch of differently shaped samples."""
+    a GPU that is not there; a batch of differently shaped samples; a missing batch size;
+    a ``@pipeline_def`` that cannot be sharded."""
     text = str(exc)
     # A @pipeline_def has a name; a built Pipeline does not.
     name = (
@@ -175,7 +176,14 @@ def dali_error(exc: RuntimeError, obj: Any) -> ConversionError:
             "device='mixed'), built with device_id=None (what to() chooses then). DALI "
             f"said: {text.splitlines()[0]}"
         )
-    return ConversionError(f"{name} failed: {text}")
+    if "batch size must be set" in text:
+        return ConversionError(f"{name} has no batch size: pass batch_size= to to().")
+    if "shard_id" in text or "num_shards" in text:
+        return ConversionError(
+            f"{name} cannot be sharded: sharding= calls it with shard_id= and num_shards=; "
+            f"give it those parameters and pass them to its reader. DALI said: {text}"
+        )
+    return ConversionError(f"{name} failed: {type(exc).__name__}: {text}")
 
 
 # -- the converters ----------------------------------------------------------------------

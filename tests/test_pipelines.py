@@ -536,3 +536,23 @@ def test_sharding_errors_say_what_to_pass(data: SimpleNamespace) -> None:
     one = next(batches("jax", data.images, sharding=NamedSharding(mesh, P("data"))))
     assert one["images"].shape == (4, SIZE, SIZE, 3)  # one shard: the whole batch
     assert {s.device for s in one["images"].addressable_shards} == {jax.devices()[0]}
+
+
+def test_build_errors_say_what_to_pass(data: SimpleNamespace) -> None:
+    @pipeline_def  # type: ignore[misc]
+    def unshardable(root: str) -> Any:
+        jpegs, labels = fn.readers.file(file_root=root, name="Reader")
+        return fn.resize(fn.decoders.image(jpegs, device="cpu"), size=[SIZE, SIZE]), labels
+
+    with pytest.raises(ConversionError, match="pass batch_size="):
+        interop_core.to(
+            unshardable, "numpy", output_map=NAMES, pipeline_kwargs={"root": data.images}
+        )
+    jax = need("jax")
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    sharding = NamedSharding(Mesh(np.array(jax.devices()[:1]), ("data",)), P("data"))
+    with pytest.raises(ConversionError, match="shard_id= and num_shards="):
+        interop_core.to(unshardable, "jax", output_map=NAMES, sharding=sharding, batch_size=4,
+                        pipeline_kwargs={"root": data.images})  # fmt: skip
