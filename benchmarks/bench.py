@@ -309,6 +309,15 @@ def table(head: Row, rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def print_sections(found: list[tuple[str, Row, list[Row]]], started: float) -> int:
+    """Print a section module's (title, head, rows) as markdown, with the time since
+    ``started``; the exit status of its standalone run: 1 when a target was missed."""
+    for title, head, rows in found:
+        print(f"## {title}\n\n{table(head, rows)}\n")
+    print(f"Total: {time.time() - started:.0f} s.")
+    return 1 if any(r[-1] == "NO" for _, _, rows in found for r in rows) else 0
+
+
 def versions() -> str:
     """Framework versions in this run."""
     parts = [f"Python {platform.python_version()}", f"numpy {np.__version__}"]

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import per_call_us, table
+from bench import per_call_us, print_sections
 
 from interop_core import to
 from interop_core.errors import NoRouteError
@@ -512,11 +512,7 @@ def main() -> int:
         print(JSON_MARK + json.dumps(torchax_rows(args.quick)), flush=True)
         return 0
     started = time.time()
-    found = sections(args.quick)
-    for title, head, rows in found:
-        print(f"## {title}\n\n{table(head, rows)}\n")
-    print(f"Total: {time.time() - started:.0f} s.")
-    return 1 if any(r[-1] == "NO" for _, _, rows in found for r in rows) else 0
+    return print_sections(sections(args.quick), started)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import table
+from bench import print_sections
 from functions import installed, skip_row
 
 from interop_core import to
@@ -226,11 +226,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     args = parser.parse_args()
     started = time.time()
-    found = sections(args.quick)
-    for title, head, rows in found:
-        print(f"## {title}\n\n{table(head, rows)}\n")
-    print(f"Total: {time.time() - started:.0f} s.")
-    return 1 if any(r[-1] == "NO" for _, _, rows in found for r in rows) else 0
+    return print_sections(sections(args.quick), started)
 
 
 if __name__ == "__main__":

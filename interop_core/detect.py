@@ -13,6 +13,7 @@ import sys
 import types
 import warnings
 from collections.abc import Iterable
+from typing import TypeVar
 
 from .specs import ANY, FrameworkSpec, KindSpec
 
@@ -99,15 +100,7 @@ class Detector:
             found = self.kind_cache[cls]
         except KeyError:
             found = self.kind_cache[cls] = self._kind_by_type(cls)
-        if found is not None:
-            return found
-        for spec in self.kind_claims:
-            try:
-                if spec.claims(obj):  # type: ignore[misc]
-                    return spec
-            except Exception:  # a structural check must never break detection
-                continue
-        return None
+        return found if found is not None else first_claiming(self.kind_claims, obj)
 
     def _kind_by_type(self, cls: type) -> KindSpec | None:
         for spec in self.kinds:
@@ -132,13 +125,7 @@ class Detector:
         return None
 
     def _by_protocol(self, obj: object) -> FrameworkSpec | None:
-        for spec in self.protocols:
-            try:
-                if spec.claims(obj):  # type: ignore[misc]
-                    return spec
-            except Exception:  # a protocol check must never break detection
-                continue
-        return None
+        return first_claiming(self.protocols, obj)
 
     def _report(self, spec: FrameworkSpec, path: str) -> None:
         """Warn once that a declared array type does not exist (a plugin bug)."""
@@ -154,3 +141,18 @@ class Detector:
             PluginWarning,
             stacklevel=4,
         )
+
+
+Claiming = TypeVar("Claiming", FrameworkSpec, KindSpec)
+
+
+def first_claiming(specs: Iterable[Claiming], obj: object) -> Claiming | None:
+    """The first of ``specs`` whose ``claims`` check accepts ``obj``; a check that raises
+    counts as a no (a structural check must never break detection)."""
+    for spec in specs:
+        try:
+            if spec.claims(obj):  # type: ignore[misc]
+                return spec
+        except Exception:
+            continue
+    return None

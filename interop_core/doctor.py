@@ -212,32 +212,31 @@ def function_routes(st: State) -> dict[str, dict[str, list[str]]]:
     function would take to each other one (planned, not run: [] when there is none)."""
     names = {n for e in st.graph.edges if e.kind == FUNCTION for n in (e.source, e.target)}
     ordered = [n for n in st.frameworks if n in names]
-    routes: dict[str, dict[str, list[str]]] = {}
-    for src in ordered:
-        start = PlanKey(src, "", "", "", False, True, frozenset(), None, FUNCTION)
-        routes[src] = {}
-        for dst in ordered:
-            if dst != src:
-                found = st.graph.search(start, dst, "")
-                routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
-    return routes
+    return planned_routes(st, FUNCTION, ordered, ordered)
 
 
 def pipeline_routes(st: State) -> dict[str, dict[str, list[str]]]:
     """For each installed framework owning pipelines (DALI), the converters of the route
     its pipelines take to an iterator of each installed framework (planned, not run)."""
-    owners = [
-        n for n in st.frameworks
-        if st.installed.get(n) and any(e.source == n and e.kind == PIPELINE for e in st.graph.edges)
-    ]  # fmt: skip
+    owning = {e.source for e in st.graph.edges if e.kind == PIPELINE}
+    owners = [n for n in st.frameworks if n in owning]
     targets = [n for n, s in st.frameworks.items() if s.target and st.installed.get(n)]
+    return planned_routes(st, PIPELINE, owners, targets, ITERATOR)
+
+
+def planned_routes(
+    st: State, kind: str, sources: list[str], targets: list[str], goal_kind: str = ""
+) -> dict[str, dict[str, list[str]]]:
+    """The converters of the route an object of ``kind`` takes from each source to each
+    other target (to a ``goal_kind`` object), planned, not run: [] when there is none."""
     routes: dict[str, dict[str, list[str]]] = {}
-    for src in owners:
-        start = PlanKey(src, "", "", "", False, True, frozenset(), None, PIPELINE)
+    for src in sources:
+        start = PlanKey(src, "", "", "", False, True, frozenset(), None, kind)
         routes[src] = {}
         for dst in targets:
-            found = st.graph.search(start, dst, "", goal_kind=ITERATOR)
-            routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
+            if dst != src:
+                found = st.graph.search(start, dst, "", goal_kind=goal_kind)
+                routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
     return routes
 
 
@@ -334,13 +333,14 @@ def print_doctor(report: dict[str, Any]) -> None:
         print(n)
     for n in report.get("notes", ()):
         print(_wrap(n, "Note: "))
-    if report.get("functions"):
-        print("\nFunction routes, planned (to(f, target, source=...); explain() has the caveats):")
-        for src, row in report["functions"].items():
-            for dst, steps in row.items():
-                print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")
-    if report.get("pipelines"):
-        print("\nPipeline routes, planned (to(pipe, target, output_map=[...]) -> an iterator):")
-        for src, row in report["pipelines"].items():
-            for dst, steps in row.items():
-                print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")
+    for key, title in (
+        ("functions", "Function routes, planned (to(f, target, source=...); explain() has the "
+                      "caveats):"),
+        ("pipelines", "Pipeline routes, planned (to(pipe, target, output_map=[...]) -> an "
+                      "iterator):"),
+    ):  # fmt: skip
+        if report.get(key):
+            print(f"\n{title}")
+            for src, row in report[key].items():
+                for dst, steps in row.items():
+                    print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")

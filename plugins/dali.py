@@ -120,12 +120,13 @@ def device_id(device: Device | None) -> int | None:
     return device.index
 
 
-def pipeline(obj: Any, ctx: CallContext, **shard: int) -> Any:
+def pipeline(obj: Any, ctx: CallContext, **overrides: int) -> Any:
     """A built pipeline: ``obj`` itself, or ``obj`` (a ``@pipeline_def``) called with the build
-    options, the chosen device_id and ``shard`` (shard_id, num_shards)."""
+    options, the chosen device_id and ``overrides`` (a shard's batch_size, shard_id and
+    num_shards)."""
     from nvidia.dali.pipeline import Pipeline
 
-    build = {k: ctx.options[k] for k in BUILD_OPTIONS if k in ctx.options}
+    build = {k: ctx.options[k] for k in BUILD_OPTIONS if k in ctx.options} | overrides
     if isinstance(obj, Pipeline):
         if build or ctx.device is not None:
             given = ", ".join([*build, *(["device"] if ctx.device is not None else [])])
@@ -139,7 +140,7 @@ def pipeline(obj: Any, ctx: CallContext, **shard: int) -> Any:
         kwargs = dict(build.pop("pipeline_kwargs", None) or {})
         build.setdefault("num_threads", min(4, os.cpu_count() or 1))
         with dali_errors(obj):
-            pipe = obj(**kwargs, **build, **shard, device_id=device_id(ctx.device))
+            pipe = obj(**kwargs, **build, device_id=device_id(ctx.device))
     with dali_errors(obj):
         pipe.build()
     return pipe
@@ -237,9 +238,9 @@ def to_jax_sharded(obj: Any, ctx: CallContext) -> Any:
         )
     shards = batch_shards(sharding, batch_size)
     options = iterator_options(ctx, partial_ok=False)
-    per_shard = {**ctx.options, "batch_size": batch_size // len(shards)}
-    sub = CallContext(ctx.device, {k: v for k, v in per_shard.items() if k in BUILD_OPTIONS})
-    pipes = [pipeline(obj, sub, shard_id=i, num_shards=len(shards)) for i in range(len(shards))]
+    n = len(shards)
+    per_shard = batch_size // n
+    pipes = [pipeline(obj, ctx, batch_size=per_shard, shard_id=i, num_shards=n) for i in range(n)]
     with dali_errors(obj):
         return ShardedJaxBatches(pipes, options, sharding, shards)
 
