@@ -37,6 +37,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.torch_tf",
     "interop_plugins.torchax_bridge",
     "interop_plugins.dali",
+    "interop_plugins.sharding",
 )
 
 

@@ -149,6 +149,7 @@ class Graph:
         excluded: frozenset[tuple[str, str]] = frozenset(),
         opted_in: frozenset[str] = frozenset(),
         goal_kind: str = "",
+        goal_flags: frozenset[str] = frozenset(),
     ) -> Search:
         """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
 
@@ -156,7 +157,9 @@ class Graph:
         At each node only edges of its kind are taken, and the goal is an object of
         ``goal_kind`` (default: the start's kind); "" (a function bound to no device)
         passes every edge's device check. An edge with ``opt_in`` is taken only when that
-        option is in ``opted_in`` (the options the user passed, truthy).
+        option is in ``opted_in`` (the options the user passed, truthy); the goal node must
+        carry ``goal_flags`` (what such an edge marks its result with: ``mesh=`` asks for a
+        "sharded" DTensor, not any torch tensor).
         """
         goal_kind = goal_kind or start.kind
         anywhere = self.by_source.get(ANY, [])
@@ -179,6 +182,7 @@ class Graph:
                 and key.device == device
                 and key.kind == goal_kind
                 and (copied or not want_copy)
+                and goal_flags <= key.flags
             ):
                 node: tuple[PlanKey, bool] = (key, copied)
                 while node in back:
@@ -203,7 +207,7 @@ class Graph:
                 if edge.to_device is not None and nxt_key.device == key.device:
                     continue  # a move to where the array already is
                 if edge.opt_in and edge.opt_in not in opted_in:
-                    reason: str | None = f"taken only on request: pass {edge.opt_in}=True"
+                    reason: str | None = f"taken only on request: pass {edge.opt_in}="
                 else:
                     reason = edge.accepts(key)
                 flag = reads_flag(edge.accepts, key.dtype)

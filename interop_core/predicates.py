@@ -15,8 +15,9 @@ from .specs import ALIGNMENT, ARRAY, PlanKey
 
 #: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
 OPAQUE_FLAGS = frozenset(
-    {"conj", "neg", "sparse", "quantized", "masked", "sharded", "tracer", "symbolic"}
-)
+    {"conj", "neg", "sparse", "quantized", "masked", "sharded", "multiprocess", "tracer",
+     "symbolic"}
+)  # fmt: skip
 
 _FLAG_ADVICE = {
     "conj": "the tensor has its conjugate bit set (call .resolve_conj())",
@@ -25,6 +26,15 @@ _FLAG_ADVICE = {
     "quantized": "quantized tensors have no plain buffer (call .dequantize() first)",
     "masked": "a masked array would lose its mask (convert .data and .mask separately)",
     "sharded": "the array is sharded over several devices (gather it onto one device first)",
+    "multiprocess": (
+        "the array spans several processes, so no one process can gather it (pass mesh= for "
+        "a DTensor, or gather it in every process with "
+        "jax.experimental.multihost_utils.process_allgather)"
+    ),
+    "partial": (
+        "the DTensor holds unreduced partial values (a Partial placement); reduce them first "
+        "with dtensor.redistribute(placements=[Replicate()] * mesh.ndim)"
+    ),
     "tracer": "a traced JAX value has no buffer (convert outside jit/grad/vmap)",
     "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
     "requires_grad": "the tensor requires grad",

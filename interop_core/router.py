@@ -162,19 +162,32 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         )
     start, goal = req.start, req.goal
     excluded = st.cache.excluded.get(req.route_key, frozenset())
-    goal_kind = req.result_kind
-    found = st.graph.search(start, target.name, goal, excluded, req.opted_in, goal_kind)
+    goal_kind, opted_in = req.result_kind, req.opted_in
+    # An opt-in edge into the target that marks its result asks for such a result
+    # (mesh=: a DTensor, not any torch tensor).
+    asked = [
+        e for e in st.declared
+        if e.opt_in in opted_in and e.adds_flags and e.target == target.name
+        and e.kind == req.kind
+    ] if opted_in else []  # fmt: skip
+    goal_flags = frozenset().union(*(e.adds_flags for e in asked))
+    found = st.graph.search(start, target.name, goal, excluded, opted_in, goal_kind, goal_flags)
     if not found.found:
         relevant = _relevant(found.refused, target.name)
         if (
             req.copy is False
             and st.graph.search(
-                start._replace(copy=None), target.name, goal, excluded, req.opted_in, goal_kind
+                start._replace(copy=None), target.name, goal, excluded, opted_in, goal_kind,
+                goal_flags,
             ).found
-        ):
+        ):  # fmt: skip
             raise CopyRequiredError(req.what(), found.refused, relevant)
         advice = ""
-        if req.kind == ARRAY and req.device != info.device:
+        if asked:
+            options = ", ".join(sorted({f"{e.opt_in}=" for e in asked}))
+            makers = "; ".join(f"{e.name} [{e.edge}]" for e in asked)
+            advice = f"{options} asks for a result only these converters make: {makers}."
+        elif req.kind == ARRAY and req.device != info.device:
             advice = (
                 f"{goal} is reached only by a device move that accepts this array; "
                 "`python -m interop_core doctor` lists the devices each framework sees."
@@ -189,12 +202,16 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in e.options}
-    # Opting in to (or out of) an edge is a valid request whichever route is cheapest.
-    opt_ins = {e.opt_in for e in st.declared if e.opt_in}
+    # Opting in to (or out of) an edge is a valid request whichever route is cheapest,
+    # unless the edge marks its result: then the option asks for that result.
+    opt_ins = {e.opt_in for e in st.declared if e.opt_in and not e.adds_flags}
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
         return
-    takers = [e for e in st.declared if e.options]
+    # The edges that take these options; when none does, every edge that takes any.
+    takers = [e for e in st.declared if set(unknown) & set(e.options)] or [
+        e for e in st.declared if e.options
+    ]
     listing = "; ".join(f"{e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers)
     route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
     # An edge that takes the option but was refused says why the route could not use it.

@@ -13,6 +13,7 @@ from nvidia.dali.plugin.base_iterator import LastBatchPolicy, _DaliBaseIterator
 from interop_core import OptionError
 
 from .dali import dali_error
+from .numpy import aligned_copy
 
 
 @functools.cache
@@ -116,16 +117,6 @@ class NumpyBatches(_DaliBaseIterator):  # type: ignore[misc]
         if self._size > 0 and self._counter > self._size:
             return int(self.batch_size - (self._counter - self._size))
         return None
-
-
-def aligned_copy(a: np.ndarray) -> np.ndarray:
-    """A C-contiguous copy of ``a`` at a 64-byte aligned address (what JAX needs to share it
-    and TensorFlow's kernels need not to abort)."""
-    raw = np.empty(a.nbytes + 64, dtype=np.uint8)
-    start = -raw.ctypes.data % 64
-    out = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
-    np.copyto(out, a)
-    return out
 
 
 def batch_shards(sharding: Any, batch_size: int) -> list[list[Any]]:

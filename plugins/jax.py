@@ -54,10 +54,14 @@ def describe(x: Any) -> TensorInfo:
         flags.add("tracer")
         device = Device("cpu")
     else:
-        devices = list(x.devices())
-        if len(devices) > 1:
+        sharded = sharded_key(x)
+        if sharded is None:
+            device = _device(next(iter(x.devices())))
+        else:
+            first, replicated, addressable = sharded
             flags.add("sharded")
-        device = _device(devices[0])
+            flags.update(("replicated",) * replicated + ("multiprocess",) * (not addressable))
+            device = _device(first)
     return TensorInfo(
         framework="jax",
         dtype=str(x.dtype),
@@ -70,12 +74,27 @@ def describe(x: Any) -> TensorInfo:
     )
 
 
+def sharded_key(x: Any) -> tuple[Any, bool, bool] | None:
+    """None for an array on one device; else what routes read of its sharding: the device
+    of its first local shard, whether it is fully replicated, whether this process holds
+    all of it. Never the sharding itself: a plan cache key must not keep a Mesh alive."""
+    sharding = x.sharding
+    if type(sharding).__name__ == "SingleDeviceSharding" or sharding.num_devices == 1:
+        return None
+    first = x.addressable_shards[0].device
+    return (first, bool(x.is_fully_replicated), bool(x.is_fully_addressable))
+
+
 def key(x: Any) -> Any:
-    """Warm-path key: dtype and sharding (which fixes the device)."""
+    """Warm-path key: dtype and device (a SingleDeviceSharding holds only a device and a
+    memory kind), or the structure of a multi-device sharding (:func:`sharded_key`)."""
     try:
-        return (x.dtype, x.sharding)
+        sharding = x.sharding
     except Exception:  # a tracer has no concrete sharding
         return (x.dtype, None)
+    if type(sharding).__name__ == "SingleDeviceSharding":
+        return (x.dtype, sharding)
+    return (x.dtype, sharded_key(x))
 
 
 def data_ptr(x: Any) -> int:
@@ -161,7 +180,9 @@ def interop_converters() -> list[ConverterSpec]:
             target="jax",
             load=_load_copy,
             zero_copy=False,
-            accepts=_PLAIN,
+            # A sharded array is copied shard by shard and keeps its sharding.
+            accepts=Needs(no_flags=frozenset({"tracer"})),
+            keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
             devices=frozenset({"cpu", "cuda"}),
             cost=5.0,
         ),

@@ -43,21 +43,58 @@ def _flags(t: Any) -> frozenset[str]:
     return frozenset(flags)
 
 
+def is_dtensor(t: Any) -> bool:
+    """Is ``t`` a torch.distributed DTensor (a global tensor of which each rank holds a shard)?"""
+    return type(t).__name__ == "DTensor" and type(t).__module__.startswith("torch.distributed")
+
+
+def dtensor_flags(t: Any) -> frozenset[str]:
+    """A DTensor's flags: "sharded" always (plain edges must not read its wrapper), with
+    "replicated" (every rank holds it all), "partial" (unreduced placements) and
+    "multiprocess" (its mesh spans several ranks)."""
+    placements = t.placements
+    flags = {"sharded"}
+    if all(p.is_replicate() for p in placements):
+        flags.add("replicated")
+    if any(p.is_partial() for p in placements):
+        flags.add("partial")
+    if t.device_mesh.size() > 1:
+        flags.add("multiprocess")
+    if t.requires_grad:
+        flags.add("requires_grad")
+    return frozenset(flags)
+
+
+def _dtensor_key(t: Any) -> Any:
+    # Placements are small frozen dataclasses (no mesh): safe to keep in the plan cache.
+    return (
+        t.dtype, t.device, tuple(t.placements), t.device_mesh.size(), t.requires_grad,
+        t.is_contiguous(),
+    )  # fmt: skip
+
+
 def describe(t: Any) -> TensorInfo:
-    """Describe a tensor without copying it."""
+    """Describe a tensor without copying it (a DTensor by its global shape and local device)."""
     import torch
 
     dense = t.layout == torch.strided
     shape = tuple(t.shape)
+    dtensor = is_dtensor(t)
     return TensorInfo(
         framework="torch",
         dtype=dtype_name(t.dtype),
         device=Device(t.device.type, t.device.index or 0),
         shape=shape,
-        layout=classify_layout(shape, tuple(t.stride()), 1) if dense else "C",
+        # A DTensor's layout is that of its global strides, as a class (its key reads only
+        # whether it is contiguous).
+        layout=(
+            ("C" if t.is_contiguous() else "strided")
+            if dtensor
+            else classify_layout(shape, tuple(t.stride()), 1) if dense else "C"
+        ),
         readonly=False,
-        aligned=not dense or t.data_ptr() % ALIGNMENT == 0,
-        flags=_flags(t),
+        aligned=dtensor or not dense or t.data_ptr() % ALIGNMENT == 0,
+        flags=dtensor_flags(t) if dtensor else _flags(t),
     )
 
 
@@ -70,6 +107,8 @@ def describe(t: Any) -> TensorInfo:
 
 def key(t: Any) -> Any:
     """Warm-path key: dtype, device, grad, contiguity, view bits (layout if not contiguous)."""
+    if type(t).__name__ == "DTensor":
+        return _dtensor_key(t)
     k: tuple[Any, ...]
     try:
         k = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
@@ -82,6 +121,8 @@ def key(t: Any) -> Any:
 
 def aligned_key(t: Any) -> Any:
     """key() plus whether the data is 64-byte aligned."""
+    if type(t).__name__ == "DTensor":
+        return _dtensor_key(t)
     k: tuple[Any, ...]
     try:
         k = (
@@ -200,7 +241,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
     ]
 
 
-_DENSE = Needs(no_flags=frozenset({"sparse", "quantized"}))
+#: The copies and moves take any strided tensor but a DTensor (its own edges gather it).
+_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded"}))
 
 
 @hookimpl
@@ -223,7 +265,7 @@ def interop_converters() -> list[ConverterSpec]:
             target="torch",
             load=_load_to_cuda,
             zero_copy=False,
-            accepts=Needs(no_flags=frozenset({"sparse", "quantized"}), extra=_cuda_reason),
+            accepts=Needs(no_flags=_DENSE.no_flags, extra=_cuda_reason),
             devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
             keeps_flags=frozenset({"requires_grad"}),

@@ -272,7 +272,7 @@ def test_a_non_callable_non_array_says_what_it_looked_for(reg: Registry) -> None
 def test_an_opt_in_edge_is_taken_only_when_asked(reg: Registry) -> None:
     route = explain(double, "beta", source="alpha")
     assert [s.converter for s in route.steps] == ["alpha bridge"]
-    assert ("traced", "taken only on request: pass trace=True") in [
+    assert ("traced", "taken only on request: pass trace=") in [
         (r.converter, r.reason) for r in route.refusals
     ]
     assert [s.converter for s in explain(double, "beta", source="alpha", trace=True).steps] == [

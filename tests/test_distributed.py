@@ -1,0 +1,53 @@
+"""Two processes, each with its own CPU device: jax.distributed and torch.distributed both
+initialised, each rank converting its own shards (distributed_worker.py does the checks)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import need
+
+WORKER = Path(__file__).with_name("distributed_worker.py")
+WORLD = 2
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_two_processes_convert_their_own_shards(tmp_path: Path) -> None:
+    need("jax")
+    need("torch")
+    ports = [str(free_port()), str(free_port())]
+    ranks = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(rank), str(WORLD), *ports, str(tmp_path)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=WORKER.parent.parent,
+        )  # fmt: skip
+        for rank in range(WORLD)
+    ]
+    outputs = []
+    try:
+        for p in ranks:
+            out, err = p.communicate(timeout=180)
+            outputs.append((p.returncode, out, err))
+    finally:
+        for p in ranks:  # a rank left waiting for a dead peer must not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for rank, (code, out, err) in enumerate(outputs):
+        assert code == 0, f"rank {rank} exited {code}:\n{out[-3000:]}\n{err[-5000:]}"
+    facts = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in outputs]
+    assert [f["rank"] for f in facts] == [f["jax_process"] for f in facts] == [0, 1]
+    for f in facts:
+        assert f["ok"] and f["gather_refused"]
+        assert f["explain"] == ["jax shards as a DTensor"]
+        assert f["numpy_route"][0] == "DTensor.full_tensor()"
