@@ -11,8 +11,8 @@ import nox
 
 TORCH = "torch==2.13.0"
 nox.options.sessions = [
-    "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "dali", "tests",
-    "typeguard", "plugins", "torchax",
+    "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "dali", "sharded",
+    "tests", "typeguard", "plugins", "torchax",
 ]  # fmt: skip
 #: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies from
 #: 0.0.14.dev20260807 work. Pinned to the nightly tested here, without dependencies: it must
@@ -27,9 +27,9 @@ def install(session: nox.Session, *extras: str) -> None:
     session.install(*pins, f".[{','.join((*extras, 'test'))}]")
 
 
-def pytest(session: nox.Session, require: str, *args: str) -> None:
+def pytest(session: nox.Session, require: str, *args: str, **env: str) -> None:
     """Run pytest requiring the frameworks in ``require`` (comma-separated)."""
-    session.run("pytest", *args, *session.posargs, env={"INTEROP_REQUIRE": require})
+    session.run("pytest", *args, *session.posargs, env={"INTEROP_REQUIRE": require, **env})
 
 
 @nox.session
@@ -94,6 +94,17 @@ def dali_session(session: nox.Session) -> None:
     iterators, without torch, JAX or TensorFlow."""
     install(session, "numpy", "dali")
     pytest(session, "numpy,dali", "tests/test_pipelines.py", "tests/test_iterators.py")
+
+
+@nox.session
+def sharded(session: nox.Session) -> None:
+    """numpy + torch + JAX with four jax host devices: sharded jax.Arrays and DTensors in one
+    process, then two processes (jax.distributed + torch.distributed over gloo)."""
+    install(session, "numpy", "torch", "jax")
+    pytest(
+        session, "numpy,torch,jax", "tests/test_sharded.py", "tests/test_distributed.py",
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+    )  # fmt: skip
 
 
 @nox.session

@@ -53,9 +53,7 @@ def interop_converters() -> list[ConverterSpec]:
             target="jax",
             load=lambda: _shards("jax_gather"),
             zero_copy=False,
-            accepts=Needs(
-                flags=frozenset({"sharded"}), no_flags=_OTHER_OPAQUE | {"multiprocess"}
-            ),
+            accepts=Needs(flags=frozenset({"sharded"}), no_flags=_OTHER_OPAQUE | {"multiprocess"}),
             devices=_HERE_AND_GPU,
             cost=5.0,
             note="the shards are gathered once, into one buffer on the first shard's device",

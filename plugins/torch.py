@@ -90,7 +90,9 @@ def describe(t: Any) -> TensorInfo:
         layout=(
             ("C" if t.is_contiguous() else "strided")
             if dtensor
-            else classify_layout(shape, tuple(t.stride()), 1) if dense else "C"
+            else classify_layout(shape, tuple(t.stride()), 1)
+            if dense
+            else "C"
         ),
         readonly=False,
         aligned=dtensor or not dense or t.data_ptr() % ALIGNMENT == 0,

@@ -32,7 +32,8 @@ def checks(rank: int, world: int, flags: Path) -> dict[str, Any]:
     import jax
     import numpy as np
     import torch
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 

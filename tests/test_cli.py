@@ -31,6 +31,7 @@ PLUGINS = (
     "interop_plugins.jax_tf",
     "interop_plugins.jax_torch",
     "interop_plugins.torch_tf",
+    "interop_plugins.sharding",
 )
 
 

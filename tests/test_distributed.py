@@ -28,9 +28,11 @@ def test_two_processes_convert_their_own_shards(tmp_path: Path) -> None:
     ranks = [
         subprocess.Popen(
             [sys.executable, str(WORKER), str(rank), str(WORLD), *ports, str(tmp_path)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             cwd=WORKER.parent.parent,
-        )  # fmt: skip
+        )
         for rank in range(WORLD)
     ]
     outputs = []

@@ -29,4 +29,5 @@ def test_sharded_module_in_a_four_device_process() -> None:
     )  # fmt: skip
     tail = done.stdout[-6000:] + done.stderr[-3000:]
     assert done.returncode == 0, tail
-    assert " passed" in done.stdout and " skipped" not in done.stdout.splitlines()[-1], tail
+    # INTEROP_REQUIRE passes through: a framework the session names fails rather than skips.
+    assert " passed" in done.stdout, tail
