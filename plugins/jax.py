@@ -94,7 +94,8 @@ def key(x: Any) -> Any:
         return (x.dtype, None)
     if type(sharding).__name__ == "SingleDeviceSharding":
         return (x.dtype, sharding)
-    return (x.dtype, sharded_key(x))
+    # A one-device NamedSharding is keyed by its device, like a SingleDeviceSharding.
+    return (x.dtype, sharded_key(x) or next(iter(sharding.device_set)))
 
 
 def data_ptr(x: Any) -> int:

@@ -326,3 +326,13 @@ def test_sharded_values_match_dtensor_layout_for_two_axes_on_one_dim() -> None:
         coord = tuple(int(i) for i in np.argwhere(mesh.devices == s.device)[0])
         (lo, hi), _ = local_region([Shard(0), Shard(0)], coord, (2, 2), (8, 16))
         assert (s.index[0].start, s.index[0].stop) == (lo, hi)
+
+
+def test_one_device_named_sharding_is_a_plain_array() -> None:
+    """A NamedSharding over one device is not "sharded": every plain route takes it."""
+    x = jax.device_put(np.arange(16.0, dtype=np.float32), jax.devices()[1])
+    one = jax.device_put(x, NamedSharding(Mesh(np.array(jax.devices()[1:2]), ("d",)), P("d")))
+    route = explain(one, "numpy")
+    assert route.copies == 0 and "gather shards" not in str(route)
+    out = to(one, "numpy")
+    assert out.ctypes.data == ptr(one)
