@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 import warnings
 from typing import Any
 
@@ -44,6 +45,13 @@ def need(name: str) -> Any:
         if name in required():
             pytest.fail(f"{name} is required by this test session but cannot be imported: {exc}")
         pytest.skip(f"{name} is not installed", allow_module_level=True)
+
+
+def free_port() -> int:
+    """A TCP port on the loopback address that nothing listens on (for process groups)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def available(name: str) -> bool:

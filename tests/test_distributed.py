@@ -4,21 +4,14 @@ initialised, each rank converting its own shards (distributed_worker.py does the
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import need
+from conftest import free_port, need
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 WORLD = 2
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_two_processes_convert_their_own_shards(tmp_path: Path) -> None:

@@ -10,12 +10,11 @@ Pointers are read with the frameworks' own APIs (``unsafe_buffer_pointer``, ``da
 from __future__ import annotations
 
 import gc
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import need
+from conftest import free_port, need
 
 from interop_core import ConversionError, OptionError, explain, to
 
@@ -128,9 +127,7 @@ def mesh() -> Iterator[Any]:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     try:
         yield init_device_mesh("cpu", (1,), mesh_dim_names=("d",))

@@ -7,12 +7,11 @@ stay on their GPU and are shared there.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import need
+from conftest import free_port, need
 
 from interop_core import to
 
@@ -33,9 +32,7 @@ def cuda_mesh() -> Iterator[Any]:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
     try:
         yield init_device_mesh("cuda", (1,), mesh_dim_names=("d",))
