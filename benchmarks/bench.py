@@ -10,7 +10,10 @@ reports medians, so machine noise hits both alike. Targets:
 - function bridges (benchmarks/functions.py): ``to(f, "tensorflow", source="jax")`` <= 1.05 x
   raw jax2tf per call; eager ``to(tf_fn, "jax")`` on 64 MiB >= 5 x faster than raw call_tf;
 - DALI pipelines (benchmarks/pipelines.py): an epoch of ``to(pipe_def, "jax")`` (``"torch"``)
-  <= 1.02 x an epoch of DALI's own DALIGenericIterator.
+  <= 1.02 x an epoch of DALI's own DALIGenericIterator;
+- sharded arrays (benchmarks/sharded.py): a 1 GiB jax.Array over 4 processes to a DTensor
+  (``to(x, "torch", mesh=mesh)``) and back, against gathering through numpy; the per-shard
+  cost at 1 GiB <= 2 x at 1 MiB, each shard shared, not copied.
 
 Usage: python benchmarks/bench.py [--quick] [--write docs/benchmarks.md]
 """
@@ -363,9 +366,11 @@ def main() -> int:
     ]  # fmt: skip
     import functions  # benchmarks/functions.py, beside this file
     import pipelines  # benchmarks/pipelines.py, beside this file
+    import sharded  # benchmarks/sharded.py, beside this file
 
     sections += functions.sections(args.quick)
     sections += pipelines.sections(args.quick)
+    sections += sharded.sections(args.quick)
     body = [
         "# Benchmarks",
         "",
@@ -399,6 +404,7 @@ def main() -> int:
         "(once per registry); the plan-cache miss is what every later new kind of array pays.",
         *functions.NOTES,
         *pipelines.NOTES,
+        *sharded.NOTES,
         "",
         f"Total benchmark time: {time.time() - started:.0f} s.",
     ]

@@ -240,26 +240,52 @@ def _jax_device_of(t: Any) -> Any:
     return jax.local_devices(backend="cpu")[0]
 
 
-def tensor_to_jax_device(t: Any, device: Any) -> Any:
-    """The torch tensor ``t`` as a jax.Array on ``device``: zero-copy when ``t`` is a
-    C-contiguous, 64-byte aligned block on that device (else one copy)."""
+def import_to_device(x: Any, device: Any) -> Any:
+    """The C-contiguous DLPack exporter ``x`` (a torch tensor, a numpy array) as a jax.Array
+    on ``device``, sharing its memory when jax can (on the host: 64-byte aligned)."""
     import jax
 
-    if not t.is_contiguous():
-        t = t.contiguous()  # a block of an inner dimension: its rows are not adjacent
-    if device == _jax_device_of(t):
-        return jax.dlpack.from_dlpack(t)
     if device.platform == "cpu":
-        # jax.dlpack imports host memory onto the first CPU device only; its own
-        # importer places it on any CPU device, sharing it (jax's private API, so any
-        # failure falls back to a copy).
+        # jax.dlpack imports host memory onto the first CPU device only; jaxlib's own
+        # importer places it on any CPU device, sharing it. It is jax's private API, so a
+        # changed signature falls back to a copy (the tests check every pointer).
         try:
             from jax._src.lib import _jax
 
-            return _jax.dlpack_managed_tensor_to_buffer(t.__dlpack__(), device, None, None, 1)
+            return _jax.dlpack_managed_tensor_to_buffer(x.__dlpack__(), device, None, None, 1)
         except Exception:
             pass
-    return jax.device_put(jax.dlpack.from_dlpack(t), device)
+    arr = jax.dlpack.from_dlpack(x)
+    return arr if arr.devices() == {device} else jax.device_put(arr, device)
+
+
+def _block_copy_reason(t: Any, device: Any) -> str | None:
+    """Why the block ``t`` cannot be shared with jax on ``device`` (None: it can)."""
+    if not t.is_contiguous():
+        return "its rows are not adjacent (sharding= splits an inner dimension)"
+    if device.platform == "cpu" and t.data_ptr() % 64:
+        return "it is not 64-byte aligned"
+    if t.device.type == "cuda" and device.platform == "gpu" and device != _jax_device_of(t):
+        return f"it lives on {t.device}, not on {device}"
+    return None
+
+
+def tensor_to_jax_device(t: Any, device: Any, copy: bool | None = None) -> Any:
+    """The torch block ``t`` as a jax.Array on ``device``: shared when it is C-contiguous,
+    aligned and on that device; otherwise copied, unless ``copy`` is False."""
+    reason = _block_copy_reason(t, device)
+    if reason is not None:
+        if copy is False:
+            raise ConversionError(
+                f"copy=False, but a block of shape {tuple(t.shape)} must be copied onto "
+                f"{device}: {reason}. Pass copy=None, or a sharding= whose blocks are whole "
+                "rows of the rank's local tensor."
+            )
+        if not t.is_contiguous():
+            t = t.contiguous()
+        elif t.device.type == "cpu" and t.data_ptr() % 64:
+            t = t.clone()  # torch allocates 64-byte aligned memory
+    return import_to_device(t, device)
 
 
 def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
@@ -286,7 +312,13 @@ def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
     else:
         names = [str(i) for i in range(mesh.ndim)]  # checks the placements map at all
         spec_from_placements(d.placements, names, tuple(mesh.shape), shape)
-    region = local_region(d.placements, mesh.get_coordinate(), tuple(mesh.shape), shape)
+    coordinate = mesh.get_coordinate()
+    if coordinate is None:
+        raise ConversionError(
+            "This rank is not in the DTensor's DeviceMesh, so it holds no shard; call "
+            "to(dtensor, 'jax') only on the mesh's ranks."
+        )
+    region = local_region(d.placements, coordinate, tuple(mesh.shape), shape)
     if tuple(local.shape) != tuple(b - a for a, b in region):
         raise ConversionError(
             f"This rank's local tensor has shape {tuple(local.shape)}, not the "
@@ -306,7 +338,7 @@ def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
                     "that refines the DTensor's placements."
                 )
             block.append(slice(start - lo, stop - lo))
-        arrays.append(tensor_to_jax_device(local[tuple(block)], device))
+        arrays.append(tensor_to_jax_device(local[tuple(block)], device, ctx.copy))
     return jax.make_array_from_single_device_arrays(shape, sharding, arrays)
 
 
@@ -329,10 +361,9 @@ def jax_gather(x: Any) -> Any:
     for shard in shards:
         if shard.replica_id == 0:  # each block once, however often it is replicated
             out[shard.index] = np.asarray(shard.data)
-    try:
-        return jax.dlpack.from_dlpack(out)
-    except (BufferError, TypeError):  # numpy exports no ml_dtypes (bfloat16, float8)
+    if out.dtype.kind == "V":  # numpy exports no ml_dtypes (bfloat16, float8) by DLPack
         return jax.device_put(out, shards[0].device)
+    return import_to_device(out, shards[0].device)
 
 
 def dtensor_local(d: Any) -> Any:

@@ -180,6 +180,32 @@ def test_sharding_of_an_inner_dimension_copies_blocks(mesh: Any) -> None:
     assert all(ptr(s.data) != base + s.index[1].start * 4 for s in a.addressable_shards[1:])
 
 
+def test_copy_false_refuses_blocks_that_must_be_copied(mesh: Any) -> None:
+    from torch.distributed.tensor import Replicate
+
+    d = dtensor(mesh, [Replicate()])
+    target = NamedSharding(Mesh(np.array(jax.devices()[:4]), ("x",)), P(None, "x"))
+    with pytest.raises(ConversionError, match=r"copy=False.*not adjacent"):
+        to(d, "jax", sharding=target, copy=False)
+    rows = NamedSharding(Mesh(np.array(jax.devices()[:4]), ("x",)), P("x"))
+    a = to(d, "jax", sharding=rows, copy=False)
+    assert ptr(a.addressable_shards[0].data) == d.to_local().data_ptr()
+
+
+def test_gather_lands_on_the_first_shard_device() -> None:
+    mesh = Mesh(np.array(jax.devices()[2:4]), ("x",))
+    values = np.arange(32.0, dtype=np.float32).reshape(4, 8)
+    x = jax.device_put(values, NamedSharding(mesh, P("x")))
+    y = to(x, "jax", copy=True)  # keeps the sharding
+    assert y.sharding == x.sharding
+    from interop_plugins.shards import jax_gather
+
+    g = jax_gather(x)
+    assert g.devices() == {jax.devices()[2]}
+    np.testing.assert_array_equal(np.asarray(g), values)
+    assert ptr(g) % 64 == 0
+
+
 def test_round_trip_jax_dtensor_jax_keeps_the_sharding(mesh: Any) -> None:
     from torch.distributed.tensor import DTensor, Shard
 
