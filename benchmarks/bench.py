@@ -164,7 +164,8 @@ def bench_size(quick: bool) -> list[Row]:
     return rows
 
 
-def _rss_kib(field: str) -> int:
+def rss_kib(field: str) -> int:
+    """A /proc/self/status memory field (VmRSS, VmHWM) in KiB."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith(field):
@@ -176,9 +177,9 @@ def peak_extra_bytes(fn: Callable[[], Any]) -> tuple[int, Any]:
     """Peak resident memory ``fn`` adds (Linux: VmHWM after resetting it), and its result."""
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # reset the high-water mark to the current RSS
-    base = _rss_kib("VmRSS")
+    base = rss_kib("VmRSS")
     result = fn()
-    return (_rss_kib("VmHWM") - base) * 1024, result
+    return (rss_kib("VmHWM") - base) * 1024, result
 
 
 def copy_cases() -> list[tuple[str, Callable[[], Any], str]]:

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import print_sections
+from bench import print_sections, rss_kib
 from functions import installed, skip_row
 
 from interop_core import to
@@ -129,27 +129,19 @@ NOTES = [
 # -- helpers for every process ------------------------------------------------------------
 
 
-def _rss_kib(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
-    raise OSError(f"{field} not in /proc/self/status")
-
-
 def measured(fn: Callable[[], Any]) -> tuple[float, int | None, Any]:
     """ms of one ``fn()``, the peak resident memory it added (Linux: VmHWM after resetting
     it; None elsewhere), and its result."""
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the high-water mark to the current RSS
-        base: int | None = _rss_kib("VmRSS")
-    except OSError:
+        base: int | None = rss_kib("VmRSS")
+    except (OSError, RuntimeError):  # no /proc (not Linux), or no such field
         base = None
     started = time.perf_counter()
     out = fn()
     ms = (time.perf_counter() - started) * 1e3
-    peak = None if base is None else (_rss_kib("VmHWM") - base) * 1024
+    peak = None if base is None else (rss_kib("VmHWM") - base) * 1024
     return ms, peak, out
 
 

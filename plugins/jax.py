@@ -28,7 +28,8 @@ X64 = GlobalFlag(
 )
 
 
-def _device(d: Any) -> Device:
+def as_device(d: Any) -> Device:
+    """A jax device as a Device (jax's "gpu" platform is our "cuda")."""
     return Device("cuda" if d.platform == "gpu" else d.platform, int(d.id))
 
 
@@ -36,7 +37,7 @@ def parse_device(device: Any) -> Device | None:
     """A JAX device object (``jax.devices()[i]``) as a Device."""
     platform = getattr(device, "platform", None)
     if isinstance(platform, str) and type(device).__module__.startswith("jax"):
-        return _device(device)
+        return as_device(device)
     return None
 
 
@@ -56,12 +57,12 @@ def describe(x: Any) -> TensorInfo:
     else:
         sharded = sharded_key(x)
         if sharded is None:
-            device = _device(next(iter(x.devices())))
+            device = as_device(next(iter(x.devices())))
         else:
             first, replicated, addressable = sharded
             flags.add("sharded")
             flags.update(("replicated",) * replicated + ("multiprocess",) * (not addressable))
-            device = _device(first)
+            device = as_device(first)
     return TensorInfo(
         framework="jax",
         dtype=str(x.dtype),
@@ -115,7 +116,7 @@ def example(data: Any, dtype: str) -> Any:
 def _devices() -> list[str]:
     import jax
 
-    return [str(_device(d)) for d in jax.devices()]
+    return [str(as_device(d)) for d in jax.devices()]
 
 
 def _load_copy() -> Any:

@@ -16,7 +16,9 @@ from typing import Any
 
 from interop_core import ConversionError, OptionError
 from interop_core.context import CallContext
+from interop_core.specs import c_strides
 
+from .jax import as_device
 from .numpy import aligned_empty
 
 #: Where to read about the rule that every process must hold its own rank's devices.
@@ -117,10 +119,6 @@ def local_region(
     return [(c * s, (c + 1) * s) for c, s in zip(chunk, size, strict=True)]
 
 
-def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    return tuple(math.prod(shape[i + 1 :]) for i in range(len(shape)))
-
-
 def _device_mesh(value: Any) -> Any:
     from torch.distributed.device_mesh import DeviceMesh
 
@@ -182,16 +180,15 @@ def jax_to_dtensor(x: Any, ctx: CallContext) -> Any:
             f"puts {device} of process {device.process_index}, while this is process "
             f"{jax.process_index()}: its shard is not here. {_LAYOUT_ADVICE}."
         )
-    local = torch.from_dlpack(shard.data)
-    kind = "cuda" if device.platform == "gpu" else device.platform
+    kind = as_device(device).kind
     if mesh.device_type != kind:
         raise ConversionError(
             f"The DeviceMesh is a {mesh.device_type!r} mesh and the shard lives on {device}; "
             f"build the DeviceMesh with device_type={kind!r}."
         )
     return DTensor.from_local(
-        local, mesh, placements, run_check=False, shape=torch.Size(x.shape),
-        stride=_c_strides(x.shape),
+        torch.from_dlpack(shard.data), mesh, placements, run_check=False,
+        shape=torch.Size(x.shape), stride=c_strides(tuple(x.shape), 1),
     )  # fmt: skip
 
 

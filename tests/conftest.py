@@ -7,10 +7,12 @@ environment variable INTEROP_REQUIRE (set by nox sessions) names it: then it fai
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import socket
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -52,6 +54,21 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def one_rank_mesh(device_type: str) -> Iterator[Any]:
+    """A one-rank gloo process group on the loopback address, and its 1-D DeviceMesh
+    ("d") of ``device_type``; the group is destroyed on exit."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+
+    address = f"tcp://127.0.0.1:{free_port()}"
+    dist.init_process_group("gloo", init_method=address, rank=0, world_size=1)
+    try:
+        yield init_device_mesh(device_type, (1,), mesh_dim_names=("d",))
+    finally:
+        dist.destroy_process_group()
 
 
 def available(name: str) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import free_port, need
+from conftest import need, one_rank_mesh
 
 from interop_core import ConversionError, OptionError, explain, to
 
@@ -124,15 +124,8 @@ def test_warm_path_reuses_the_plan_and_keys_no_sharding() -> None:
 def mesh() -> Iterator[Any]:
     """A one-rank gloo group on the loopback address and its 1-D CPU DeviceMesh."""
     need("torch")
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-
-    port = free_port()
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    try:
-        yield init_device_mesh("cpu", (1,), mesh_dim_names=("d",))
-    finally:
-        dist.destroy_process_group()
+    with one_rank_mesh("cpu") as device_mesh:
+        yield device_mesh
 
 
 def dtensor(mesh: Any, placements: list[Any], shape: tuple[int, ...] = (8, 16)) -> Any:

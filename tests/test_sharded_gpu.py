@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import free_port, need
+from conftest import need, one_rank_mesh
 
 from interop_core import to
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def cuda_mesh() -> Iterator[Any]:
-    """A one-rank NCCL-free (gloo) group and a 1-D cuda DeviceMesh, or a skip."""
+    """A one-rank gloo group and a 1-D cuda DeviceMesh, or a skip."""
     torch = need("torch")
     jax = need("jax")
     if not torch.cuda.is_available():
@@ -29,15 +29,8 @@ def cuda_mesh() -> Iterator[Any]:
         jax.devices("gpu")
     except RuntimeError:
         pytest.skip("JAX sees no GPU")
-    import torch.distributed as dist
-    from torch.distributed.device_mesh import init_device_mesh
-
-    port = free_port()
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    try:
-        yield init_device_mesh("cuda", (1,), mesh_dim_names=("d",))
-    finally:
-        dist.destroy_process_group()
+    with one_rank_mesh("cuda") as device_mesh:
+        yield device_mesh
 
 
 def test_jax_gpu_shards_to_dtensor_and_back_stay_on_the_gpu(cuda_mesh: Any) -> None:
