@@ -72,7 +72,7 @@ def check_framework(
     - ``data_ptr(x)`` equals :func:`independent_data_ptr` when that can read it;
     - ``to(x, name)`` returns ``x`` itself; ``copy=True`` gives a new buffer;
     - with each other framework (``others``, default: every installed one that builds
-      examples): ``to(x, other)`` (twice: cold and warm) and back give the same values and
+      examples on the host; the kit runs on the CPU): ``to(x, other)`` (twice: cold and warm) and back give the same values and
       dtype; where ``explain()`` claims zero-copy the data pointers of source and result
       are equal, as read by each framework's ``data_ptr`` and by
       :func:`independent_data_ptr`, and where it claims a copy they differ; ``copy=False``
@@ -188,7 +188,7 @@ class _Kit:
                 s
                 for s in st.frameworks.values()
                 if s.name != self.name and s.target and s.example is not None
-                and reg.installed(s)
+                and reg.installed(s) and (not s.device_kinds or "cpu" in s.device_kinds)
             ]  # fmt: skip
         else:
             self.others = [reg.resolve(o) for o in others]

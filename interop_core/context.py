@@ -27,8 +27,6 @@ class CallContext:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     #: ``to(obj, target, *, device=None, copy=None, **options)`` on the same registry snapshot.
     to: Callable[..., Any] = field(default=lambda *a, **k: _unbound(), repr=False)
-    #: The consumer's stream (GPU routes, later); None on the CPU.
-    stream: Any = None
     #: The request's ``copy=`` (for kinds whose items are arrays: iterators).
     copy: bool | None = None
     #: The framework the request targets (an edge to ``ANY`` reaches it).

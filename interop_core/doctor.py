@@ -95,7 +95,9 @@ def _version(spec: FrameworkSpec) -> str:
     """The installed version of the framework's distribution (or its -cpu build), or "?"."""
     if not spec.distribution:
         return "?"
-    for dist in (spec.distribution, f"{spec.distribution}-cpu"):
+    # A framework built per platform has other names (cupy-cuda12x): ask who provides it.
+    builds = metadata.packages_distributions().get(spec.import_name, [])
+    for dist in (spec.distribution, f"{spec.distribution}-cpu", *builds):
         try:
             return metadata.version(dist)
         except (metadata.PackageNotFoundError, ValueError):
@@ -176,9 +178,11 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
                 row["version"] = _version(spec)
                 try:
                     row["devices"] = spec.devices() if spec.devices else []
-                    installed.append(spec)
                 except Exception as exc:  # a framework that fails to import is reported
                     row["error"] = f"{type(exc).__name__}: {exc}"
+                else:  # one that finds no device (CuPy without a GPU) has nothing to measure
+                    if row["devices"] or spec.devices is None:
+                        installed.append(spec)
             else:
                 row["install"] = spec.install_hint
             frameworks.append(row)
@@ -292,7 +296,7 @@ def print_doctor(report: dict[str, Any]) -> None:
     w = max([len(f["name"]) for f in frameworks] + [12])
     for f in frameworks:
         if "version" in f and "error" not in f:
-            devices = ", ".join(f["devices"])
+            devices = ", ".join(f["devices"]) or "none found (not measured)"
             print(f"  {f['name']:<{w}} {f['version']:<10} devices: {devices:<14} [{f['plugin']}]")
         elif "error" in f:
             print(f"  {f['name']:<{w}} {f['version']:<10} BROKEN: {f['error']}")

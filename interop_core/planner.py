@@ -150,6 +150,7 @@ class Graph:
         opted_in: frozenset[str] = frozenset(),
         goal_kind: str = "",
         goal_flags: frozenset[str] = frozenset(),
+        sees: Callable[[str, str], str | None] | None = None,
     ) -> Search:
         """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
 
@@ -160,8 +161,13 @@ class Graph:
         option is in ``opted_in`` (the options the user passed, truthy); the goal node must
         carry ``goal_flags`` (what such an edge marks its result with: ``mesh=`` asks for a
         "sharded" DTensor, not any torch tensor).
+
+        Arrays visit only the host and the device kinds of the start and the goal (a CPU
+        request never plans through a GPU); ``sees(framework, device)`` says why a
+        framework cannot hold an array on a device other than the CPU (None: it can).
         """
         goal_kind = goal_kind or start.kind
+        kinds = {"cpu", device_kind(start.device), device_kind(device)}
         anywhere = self.by_source.get(ANY, [])
         # For other kinds copy= is about the arrays they yield, not the edges (iterators).
         want_copy = start.copy is True and start.kind == ARRAY
@@ -206,10 +212,18 @@ class Graph:
                 nxt_key = advance(key, edge, device, target)
                 if edge.to_device is not None and nxt_key.device == key.device:
                     continue  # a move to where the array already is
-                if edge.opt_in and edge.opt_in not in opted_in:
-                    reason: str | None = f"taken only on request: pass {edge.opt_in}="
-                else:
-                    reason = edge.accepts(key)
+                reason: str | None = None
+                if nxt_key.kind == ARRAY:
+                    landing = device_kind(nxt_key.device)
+                    if landing not in kinds:
+                        continue
+                    if landing != "cpu" and sees is not None:
+                        reason = sees(nxt_key.framework, nxt_key.device)
+                if reason is None:
+                    if edge.opt_in and edge.opt_in not in opted_in:
+                        reason = f"taken only on request: pass {edge.opt_in}="
+                    else:
+                        reason = edge.accepts(key)
                 flag = reads_flag(edge.accepts, key.dtype)
                 if flag is not None:
                     flags[flag] = None
@@ -257,6 +271,14 @@ def make_route(
     # "Why not zero-copy": edges from a framework the route passed through into the target.
     why_edges = {f"{k.framework}->{target}" for k, _, _ in path}
     notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
+    # The planner goes through the host between devices only when no route stays on them.
+    ends = (device_kind(source.device), device_kind(device))
+    on_devices = source.kind == ARRAY and "cpu" not in ends
+    if on_devices and any(device_kind(after.device) == "cpu" for _, _, after in path):
+        notes += (
+            f"the route goes through host memory: no converter carries this array from "
+            f"{source.device} to {device} without it (see the refusals)",
+        )
     return Route(
         source=node_name(source),
         target=node_name(

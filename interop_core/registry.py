@@ -35,7 +35,7 @@ class State:
 
     __slots__ = (
         "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "kinds", "known", "names", "plain", "registry",
+        "kinds", "known", "names", "plain", "registry", "visible",
     )  # fmt: skip
 
     def __init__(
@@ -66,6 +66,8 @@ class State:
         #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
         self.known = known
         self.cache = PlanCache()
+        #: Framework name -> the devices it sees (None: it does not say), asked on first need.
+        self.visible: dict[str, tuple[str, ...] | None] = {}
         #: The warm path's tables, read on every call (the cache's own dicts).
         self.plain = self.cache.plain
         self.fast = self.cache.fast

@@ -40,6 +40,7 @@ from .specs import (
     KindSpec,
     PlanKey,
     TensorInfo,
+    device_kind,
 )
 
 
@@ -120,7 +121,38 @@ def request(
     """Describe ``obj`` and record what is asked of it."""
     info = describe(source, obj)
     opts = tuple(sorted(options.items())) if options else ()
-    return Request(info, source, target, device or info.device, copy, opts)
+    return Request(info, source, target, device or home(target, info.device), copy, opts)
+
+
+def home(target: FrameworkSpec, here: Device) -> Device:
+    """Where ``device=None`` sends an array now on ``here``: it stays, unless ``target``
+    cannot hold arrays on that kind of device (numpy and a GPU): then its default kind."""
+    kinds = target.device_kinds
+    return here if not kinds or here.kind in kinds else Device(kinds[0])
+
+
+def visible_devices(st: State, name: str) -> tuple[str, ...] | None:
+    """The devices framework ``name`` sees, asked once per registry build (None when its
+    spec does not say, or asking failed)."""
+    if name in st.visible:
+        return st.visible[name]
+    spec = st.frameworks.get(name)
+    found = None
+    if spec is not None and spec.devices is not None and st.installed.get(name, False):
+        try:
+            found = tuple(spec.devices())
+        except Exception:  # a framework that fails to start: let its converters say why
+            found = None
+    st.visible[name] = found
+    return found
+
+
+def device_refusal(st: State, name: str, device: str) -> str | None:
+    """Why framework ``name`` cannot hold an array on ``device`` here (None: it can)."""
+    seen = visible_devices(st, name)
+    if seen is None or device in seen:
+        return None
+    return f"{name} sees no {device} device on this machine (it sees: {', '.join(seen) or 'none'})"
 
 
 def object_request(
@@ -161,6 +193,8 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
             req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
         )
     start, goal = req.start, req.goal
+    if req.kind == ARRAY and device_kind(goal) != "cpu":
+        _check_device(st, req, goal)
     excluded = st.cache.excluded.get(req.route_key, frozenset())
     goal_kind, opted_in = req.result_kind, req.opted_in
     # An opt-in edge into the target that marks its result asks for such a result
@@ -171,14 +205,17 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
         and e.kind == req.kind
     ] if opted_in else []  # fmt: skip
     goal_flags = frozenset().union(*(e.adds_flags for e in asked))
-    found = st.graph.search(start, target.name, goal, excluded, opted_in, goal_kind, goal_flags)
+    sees = functools.partial(device_refusal, st)
+    found = st.graph.search(
+        start, target.name, goal, excluded, opted_in, goal_kind, goal_flags, sees
+    )
     if not found.found:
         relevant = _relevant(found.refused, target.name)
         if (
             req.copy is False
             and st.graph.search(
                 start._replace(copy=None), target.name, goal, excluded, opted_in, goal_kind,
-                goal_flags,
+                goal_flags, sees,
             ).found
         ):  # fmt: skip
             raise CopyRequiredError(req.what(), found.refused, relevant)
@@ -197,6 +234,22 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
     info_or_none = info if req.kind == ARRAY else None
     route = make_route(info_or_none, start, target.name, goal, found.path, found.refused, goal_kind)
     return route, found
+
+
+def _check_device(st: State, req: Request, goal: str) -> None:
+    """The target must see the goal device (asked here, before any search, for a clear error)."""
+    target = req.target.name
+    unseen = device_refusal(st, target, goal)
+    if unseen is None:
+        return
+    seen = visible_devices(st, target)
+    raise NoRouteError(
+        req.what(),
+        [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen)],
+        f"Pass device= one of {', '.join(seen)}."
+        if seen
+        else f"No {target} array can be made on this machine: {target} finds no device.",
+    )
 
 
 def _check_options(st: State, req: Request, found: Search) -> None:

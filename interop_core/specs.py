@@ -36,6 +36,10 @@ ITEMSIZE = {
 #: Address alignment (bytes) that zero-copy consumers such as JAX on CPU require.
 ALIGNMENT = 64
 
+#: Estimated cost (µs) of a device move: it copies every byte across a bus, so it costs more
+#: than any zero-copy route and, among routes with as many copies, the one that stays wins.
+MOVE_COST = 50.0
+
 #: The kinds of object the graph routes: arrays (FrameworkSpec); functions, iterators of
 #: batches and data pipelines (KindSpec). Plugins may declare others.
 ARRAY = "array"
@@ -57,11 +61,11 @@ class Device:
 
     @classmethod
     def parse(cls, spec: str) -> Device:
-        """Parse "cpu", "cuda", "cuda:1" (case-insensitive)."""
+        """Parse "cpu", "cuda", "cuda:1" (case-insensitive; "gpu" as JAX says it is "cuda")."""
         kind, _, index = spec.strip().lower().partition(":")
         if not kind or (index and not index.isdigit()):
             raise ValueError(f"cannot parse device {spec!r}; expected 'cpu', 'cuda' or 'cuda:N'")
-        return cls(kind, int(index) if index else 0)
+        return cls("cuda" if kind == "gpu" else kind, int(index) if index else 0)
 
     def __str__(self) -> str:
         return self.kind if self.kind == "cpu" else f"{self.kind}:{self.index}"
@@ -209,8 +213,13 @@ class FrameworkSpec:
     #: ``key`` plus whether the data is 64-byte aligned; None when arrays always are. Used
     #: only for requests whose route depends on alignment (reading it costs ~0.1-1 µs).
     aligned_key: Callable[[Any], Hashable] | None = None
-    #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it.
+    #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it. The
+    #: router asks once per registry build, and only for devices other than the CPU.
     devices: Callable[[], list[str]] | None = None
+    #: Device kinds its arrays can live on, the default first: with ``device=None`` an array
+    #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:
+    #: "cpu"; a numpy array to CuPy: "cuda:0"). Empty: the array keeps its device.
+    device_kinds: tuple[str, ...] = ()
     #: The framework's own device objects or strings (a torch.device, "/device:GPU:0") as a
     #: Device; None when ``device=`` is not one of them.
     parse_device: Callable[[Any], Device | None] | None = None

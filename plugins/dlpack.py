@@ -18,6 +18,7 @@ from interop_core import ConverterSpec, hookimpl
 from interop_core.predicates import OPAQUE_FLAGS, Needs
 from interop_core.specs import c_strides
 
+from .cupy import NOT_CUPY, on_device_of
 from .jax import X64
 from .numpy import ML_DTYPES, has_ml_dtypes
 
@@ -25,7 +26,7 @@ Loader = Callable[[], Callable[[Any], Any]]
 
 _GRAD_NOTE = "the result is detached from torch's autograd graph"
 _ALIAS_NOTE = (
-    "the torch tensor is a writable alias of {src} memory that {src} treats as immutable; "
+    "the {dst} is a writable alias of {src} memory that {src} treats as immutable; "
     "writing to it changes the {src} array"
 )
 _RO_NOTE = "the numpy result is a read-only view"
@@ -242,6 +243,7 @@ def _jax_from_numpy() -> Any:
 
 def _jax_from_torch() -> Any:
     import jax.dlpack
+    import torch
 
     from_dlpack = jax.dlpack.from_dlpack
 
@@ -251,6 +253,10 @@ def _jax_from_torch() -> Any:
             canonical = c_strides(tuple(shape), 1)
             if t.stride() != canonical:
                 t = t.as_strided(shape, canonical)
+        if t.is_cuda and t.get_device() != torch.cuda.current_device():
+            # torch exports only from its current device (BufferError otherwise).
+            with torch.cuda.device(t.get_device()):
+                return from_dlpack(t)
         return from_dlpack(t)
 
     return convert
@@ -268,6 +274,42 @@ def _jax_from_numpy_bitcast() -> Any:
         return jax.lax.bitcast_convert_type(raw, jnp.dtype(x.dtype))
 
     return convert
+
+
+# CuPy speaks DLPack on CUDA only. Every importer below is the consumer's own from_dlpack,
+# which passes its current stream to the producer's __dlpack__: the producer makes that
+# stream wait for its own (an event, not a device synchronize), so the consumer never reads
+# before the producer's kernels finish. CuPy and torch export from their current device
+# only, so a CuPy array is exported with its device current.
+
+
+def _cupy_from_dlpack() -> Any:
+    import cupy
+
+    return cupy.from_dlpack  # sets the producer's device current itself
+
+
+def _torch_from_cupy() -> Any:
+    import torch
+
+    return on_device_of(torch.from_dlpack)
+
+
+def _jax_from_cupy() -> Any:
+    import jax.dlpack
+    from cupy.lib.stride_tricks import as_strided
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        shape = x.shape
+        if 1 in shape or 0 in shape:  # odd strides on size-1 dims, as for numpy
+            canonical = c_strides(shape, x.itemsize)
+            if x.strides != canonical:
+                x = as_strided(x, strides=canonical)
+        return from_dlpack(x)
+
+    return on_device_of(convert)
 
 
 # -- the table --------------------------------------------------------------------------
@@ -315,7 +357,8 @@ ML = frozenset(ML_DTYPES)
 
 def rows() -> list[ConverterSpec]:
     """Every zero-copy exchange edge between the built-in frameworks."""
-    alias = {s: _ALIAS_NOTE.format(src=s) for s in ("JAX", "TensorFlow")}
+    alias = {s: _ALIAS_NOTE.format(src=s, dst="torch tensor") for s in ("JAX", "TensorFlow")}
+    gpu = ("cuda",)
     return [
         # numpy ->
         _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy_safe, 0.5,
@@ -344,7 +387,7 @@ def rows() -> list[ConverterSpec]:
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
                      lambda: detaching(_tf_from_torch()), 1.2,
                      Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                           no_flags=_DENSE_FLAGS, aligned=True), devices=("cpu", "cuda")),
+                           no_flags=_DENSE_FLAGS, aligned=True)),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
                      lambda: detaching(_jax_from_torch()),
                      36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
@@ -359,7 +402,7 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
-             Needs(no_flags=OPAQUE_FLAGS, aligned=True), devices=("cpu", "cuda")),
+             Needs(no_flags=OPAQUE_FLAGS, aligned=True)),
         # tensorflow ->
         _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
              Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
@@ -367,10 +410,23 @@ def rows() -> list[ConverterSpec]:
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
                    no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
-             Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"], devices=("cpu", "cuda")),
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
         _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
-             Needs(aligned=True, no_flags=OPAQUE_FLAGS, flag=X64),
-             devices=("cpu", "cuda")),
+             Needs(aligned=True, no_flags=OPAQUE_FLAGS, flag=X64)),
+        # cupy <-> torch, jax (CUDA only)
+        _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG),
+             devices=gpu),
+        _row("cupy", "jax", "jax.dlpack.from_dlpack", _jax_from_cupy, 30.0,
+             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, aligned=True, flag=X64),
+             devices=gpu),
+        *_torch_rows("torch", "cupy", "cupy.from_dlpack", _cupy_from_dlpack,
+                     lambda: detaching(_cupy_from_dlpack()), 1.5,
+                     replace(NOT_CUPY, no_flags=_DENSE_FLAGS), devices=gpu),
+        _row("jax", "cupy", "cupy.from_dlpack", _cupy_from_dlpack, 5.0,
+             replace(NOT_CUPY, no_flags=OPAQUE_FLAGS),
+             note=_ALIAS_NOTE.format(src="JAX", dst="CuPy array"),
+             devices=gpu),
     ]  # fmt: skip
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
 from interop_core.predicates import GlobalFlag, Needs
-from interop_core.specs import DTYPES
+from interop_core.specs import DTYPES, MOVE_COST
 
 
 def x64_enabled() -> bool:
@@ -29,8 +29,11 @@ X64 = GlobalFlag(
 
 
 def as_device(d: Any) -> Device:
-    """A jax device as a Device (jax's "gpu" platform is our "cuda")."""
-    return Device("cuda" if d.platform == "gpu" else d.platform, int(d.id))
+    """A jax device as a Device. JAX's "gpu" platform is our "cuda", indexed by the CUDA
+    ordinal (``local_hardware_id``, torch's and CuPy's index), not by JAX's global id."""
+    if d.platform == "gpu":
+        return Device("cuda", int(d.local_hardware_id))
+    return Device(d.platform, int(d.id))
 
 
 def parse_device(device: Any) -> Device | None:
@@ -114,9 +117,18 @@ def example(data: Any, dtype: str) -> Any:
 
 
 def _devices() -> list[str]:
+    # jax.devices() lists the default backend's only: the host is there beside a GPU.
+    return ["cpu", *(str(as_device(d)) for d in gpus())]
+
+
+def gpus() -> list[Any]:
+    """This process's JAX GPU devices (none when JAX has no GPU backend)."""
     import jax
 
-    return [str(as_device(d)) for d in jax.devices()]
+    try:
+        return list(jax.local_devices(backend="gpu"))
+    except RuntimeError:
+        return []
 
 
 def _load_copy() -> Any:
@@ -128,21 +140,24 @@ def _load_copy() -> Any:
     return copy
 
 
-def _gpu_reason(key: Any) -> str | None:
-    import jax
-
-    try:
-        jax.devices("gpu")
-    except RuntimeError:
-        return "JAX sees no GPU on this machine"
-    return None
-
-
-def _load_put(platform: str) -> Any:
+def _load_to_gpu() -> Any:
     import jax
 
     def put(x: Any, device: Device) -> Any:
-        return jax.device_put(x, jax.devices(platform)[device.index])
+        # Asynchronous: JAX orders the copy after the kernels that produce x.
+        target = next(d for d in gpus() if d.local_hardware_id == device.index)
+        return jax.device_put(x, target)
+
+    return put
+
+
+def _load_to_cpu() -> Any:
+    import jax
+
+    host = jax.devices("cpu")[0]
+
+    def put(x: Any, device: Device) -> Any:
+        return jax.device_put(x, host)
 
     return put
 
@@ -166,6 +181,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="jax",
             install_hint="pip install 'interop-core[jax]'",
             devices=_devices,
+            device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="jax.numpy.asarray",
         )
@@ -192,21 +208,23 @@ def interop_converters() -> list[ConverterSpec]:
             name="jax.device_put(gpu)",
             source="jax",
             target="jax",
-            load=lambda: _load_put("gpu"),
+            load=_load_to_gpu,
             zero_copy=False,
-            accepts=Needs(no_flags=frozenset({"sharded", "tracer"}), extra=_gpu_reason),
+            accepts=_PLAIN,
             devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
+            cost=MOVE_COST,
         ),
         ConverterSpec(
             name="jax.device_put(cpu)",
             source="jax",
             target="jax",
-            load=lambda: _load_put("cpu"),
+            load=_load_to_cpu,
             zero_copy=False,
             accepts=_PLAIN,
             devices=frozenset({"cuda"}),
             to_device="cpu",
+            cost=MOVE_COST,
         ),
     ]
 

@@ -192,6 +192,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="numpy",
             install_hint="pip install 'interop-core[numpy]'",
             devices=_devices,
+            device_kinds=("cpu",),
             constructor="numpy.asarray",
         ),
         FrameworkSpec(

@@ -276,21 +276,21 @@ def cai_ptr(x: Any) -> int:
     return int(x.__cuda_array_interface__["data"][0])
 
 
-def _no_cuda(key: PlanKey) -> str | None:
-    import torch
-
-    return None if torch.cuda.is_available() else "torch sees no CUDA device on this machine"
-
-
 def _load_torch_from_cai() -> Any:
     import torch
 
-    as_tensor = torch.as_tensor
+    as_tensor, cuda = torch.as_tensor, torch.cuda
 
     def convert(x: Any) -> Any:
         # The index the route planned for: "cuda" alone would mean torch's current device,
         # and torch moves (copies) memory that lives on another one.
-        return as_tensor(x, device=f"cuda:{_cuda_device(x).index}")
+        device = f"cuda:{_cuda_device(x).index}"
+        stream = x.__cuda_array_interface__.get("stream")
+        if stream is not None:  # version 3: the consumer waits for the producer's stream
+            ready = cuda.Event()
+            ready.record(cuda.ExternalStream(stream, device=device))
+            cuda.current_stream(device).wait_event(ready)
+        return as_tensor(x, device=device)
 
     return convert
 
@@ -649,7 +649,9 @@ def interop_converters() -> list[ConverterSpec]:
         ),
         ConverterSpec(
             name="tf from_dlpack(__dlpack__())", source="dlpack", target="tensorflow",
-            load=_load_tf_from_dlpack, zero_copy=True, cost=3.0, devices=_BOTH,
+            # CPU only: TF's importer takes a capsule and no stream, so on a GPU it could
+            # read before the producer's kernels finish.
+            load=_load_tf_from_dlpack, zero_copy=True, cost=3.0,
             accepts=Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, aligned=True,
                           no_readonly=True),
         ),
@@ -658,8 +660,7 @@ def interop_converters() -> list[ConverterSpec]:
             name="torch.as_tensor(device='cuda')", source="cuda_array_interface",
             target="torch", load=_load_torch_from_cai, zero_copy=True, cost=5.0,
             devices=frozenset({"cuda"}),
-            accepts=Needs(layouts=_NOT_NEGATIVE, layout_reason=_NEG, writable=True,
-                          extra=_no_cuda),
+            accepts=Needs(layouts=_NOT_NEGATIVE, layout_reason=_NEG, writable=True),
         ),
         # __array_interface__, the buffer protocol and __array__: through numpy.
         *_numpy_rows(

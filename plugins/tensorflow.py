@@ -135,6 +135,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="tensorflow",
             install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
             devices=_devices,
+            device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="tensorflow.constant",
         ),

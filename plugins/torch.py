@@ -1,4 +1,4 @@
-"""PyTorch: framework spec, the in-framework copy and CPU<->CUDA moves."""
+"""PyTorch: framework spec, the in-framework copy and moves between the CPU and CUDA devices."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
 from interop_core.predicates import Needs
-from interop_core.specs import ALIGNMENT, DTYPES, classify_layout
+from interop_core.specs import ALIGNMENT, DTYPES, MOVE_COST, classify_layout
 
 #: Quantized dtypes are described by their storage dtype; the "quantized" flag refuses them.
 _QUANTIZED_STORAGE = {"qint8": "int8", "quint8": "uint8", "qint32": "int32", "quint4x2": "uint8"}
@@ -200,14 +200,9 @@ def _load_copy() -> Any:
     return copy
 
 
-def _cuda_reason(key: Any) -> str | None:
-    import torch
-
-    return None if torch.cuda.is_available() else "torch sees no CUDA device on this machine"
-
-
 def _load_to_cuda() -> Any:
     def to_cuda(t: Any, device: Device) -> Any:
+        # Ordered on torch's current streams of both devices (no device-wide synchronize).
         return t.to(f"cuda:{device.index}")
 
     return to_cuda
@@ -237,6 +232,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="torch",
             install_hint="pip install 'interop-core[torch]'",
             devices=_devices,
+            device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="torch.asarray",
         )
@@ -267,9 +263,10 @@ def interop_converters() -> list[ConverterSpec]:
             target="torch",
             load=_load_to_cuda,
             zero_copy=False,
-            accepts=Needs(no_flags=_DENSE.no_flags, extra=_cuda_reason),
+            accepts=_DENSE,
             devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
+            cost=MOVE_COST,
             keeps_flags=frozenset({"requires_grad"}),
         ),
         ConverterSpec(
@@ -281,6 +278,7 @@ def interop_converters() -> list[ConverterSpec]:
             accepts=_DENSE,
             devices=frozenset({"cuda"}),
             to_device="cpu",
+            cost=MOVE_COST,
             keeps_flags=frozenset({"requires_grad"}),
         ),
     ]

@@ -19,10 +19,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali")
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy")
 _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
-    "dali": "nvidia.dali",
+    "dali": "nvidia.dali", "cupy": "cupy",
 }  # fmt: skip
 
 
@@ -47,6 +47,39 @@ def need(name: str) -> Any:
         if name in required():
             pytest.fail(f"{name} is required by this test session but cannot be imported: {exc}")
         pytest.skip(f"{name} is not installed", allow_module_level=True)
+
+
+def gpu_count(name: str) -> int:
+    """How many CUDA GPUs framework ``name`` (torch, jax or cupy) sees; 0 when it is missing."""
+    if not available(name):
+        return 0
+    if name == "torch":
+        import torch
+
+        return int(torch.cuda.device_count())
+    if name == "jax":
+        from interop_plugins.jax import gpus
+
+        return len(gpus())
+    import cupy
+
+    try:
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return 0
+
+
+def need_gpus(*names: str, count: int = 1) -> None:
+    """Import the frameworks ``names`` and skip unless each sees ``count`` CUDA GPUs; a
+    session whose INTEROP_REQUIRE names "gpu" (``nox -s gpu``) fails instead of skipping."""
+    for name in names:
+        need(name)
+        seen = gpu_count(name)
+        if seen < count:
+            why = f"{name} sees {seen} CUDA GPU(s); this test needs {count}"
+            if "gpu" in required() and count == 1:
+                pytest.fail(f"the gpu session needs a GPU: {why}")
+            pytest.skip(why)
 
 
 def free_port() -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -150,3 +151,71 @@ def test_jax_device_object(np: Any, jax: Any) -> None:
 def test_bad_framework_device_string_is_a_device_error(np: Any, tf: Any) -> None:
     with pytest.raises(DeviceError):
         to(np.zeros(2), "numpy", device="/device:GPU:x")
+
+
+# -- device=None, the devices a framework sees, and the host between devices -----------------
+
+
+class HostOnlyMoves(ToyDevicePlugin):
+    """ "toydev" whose moves go only between the host and a GPU (none from GPU to GPU), and
+    "toyhost", a framework of host arrays only, reached from toydev on the host."""
+
+    @hookimpl
+    def interop_frameworks(self) -> list[FrameworkSpec]:
+        toydev = super().interop_frameworks()[0]
+        host = replace(toydev, name="toyhost", array_types=(f"{MODULE}.ToyHostArray",),
+                       device_kinds=("cpu",))  # fmt: skip
+        return [replace(toydev, devices=lambda: ["cpu", "cuda:0", "cuda:1"]), host]
+
+    @hookimpl
+    def interop_converters(self) -> list[ConverterSpec]:
+        to_cuda, to_cpu = super().interop_converters()
+        to_host = ConverterSpec("toy to toyhost", "toydev", "toyhost", lambda: ToyHostArray,
+                                zero_copy=True)  # fmt: skip
+        return [replace(to_cuda, devices=frozenset({"cpu"})), to_cpu, to_host]
+
+
+class ToyHostArray(ToyArray):
+    def __init__(self, x: ToyArray) -> None:
+        super().__init__(x.values, x.device)
+
+
+@pytest.fixture
+def hostonly(monkeypatch: pytest.MonkeyPatch) -> Iterator[ToyDevicePlugin]:
+    mod = types.ModuleType(MODULE)
+    mod.ToyArray = ToyArray  # type: ignore[attr-defined]
+    mod.ToyHostArray = ToyHostArray  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, MODULE, mod)
+    plugin = HostOnlyMoves()
+    with isolated_registry(plugin):
+        yield plugin
+
+
+def test_between_gpus_through_the_host_only_when_nothing_else_exists(
+    hostonly: ToyDevicePlugin,
+) -> None:
+    x = ToyArray([1.0, 2.0], "cuda:0")
+    route = explain(x, "toydev", device="cuda:1")
+    assert [s.target for s in route.steps] == ["toydev@cpu", "toydev@cuda:1"]
+    assert route.copies == 2
+    assert "goes through host memory" in str(route)
+    y = to(x, "toydev", device="cuda:1")
+    assert (y.device, y.values, hostonly.moves) == ("cuda:1", [1.0, 2.0], ["cpu", "cuda:1"])
+
+
+def test_device_none_lands_where_the_target_can_hold_it(hostonly: ToyDevicePlugin) -> None:
+    x = ToyArray([3.0], "cuda:1")
+    route = explain(x, "toyhost")  # toyhost holds host arrays only: the array comes home
+    assert route.target == "toyhost@cpu" and route.copies == 1
+    y = to(x, "toyhost")
+    assert isinstance(y, ToyHostArray) and y.device == "cpu" and hostonly.moves == ["cpu"]
+
+
+def test_a_device_the_framework_does_not_see_is_refused_before_planning(
+    hostonly: ToyDevicePlugin,
+) -> None:
+    with pytest.raises(NoRouteError) as info:
+        to(ToyArray([1.0], "cpu"), "toydev", device="cuda:2")
+    text = str(info.value)
+    assert "toydev sees no cuda:2 device on this machine (it sees: cpu, cuda:0, cuda:1)" in text
+    assert "Pass device= one of cpu, cuda:0, cuda:1." in text and hostonly.moves == []

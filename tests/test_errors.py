@@ -215,8 +215,9 @@ def test_device_that_is_no_device_raises_device_error(np: Any) -> None:
 def test_unavailable_device_raises_no_route_with_reason(np: Any, torch: Any) -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    with pytest.raises(NoRouteError, match="no CUDA device"):
+    with pytest.raises(NoRouteError, match=r"torch sees no cuda:0 device .*it sees: cpu") as info:
         to(np.zeros(2, dtype=np.float32), "torch", device="cuda:0")
+    assert "Pass device= one of cpu" in str(info.value)
 
 
 def test_not_an_array_error(np: Any) -> None:
@@ -512,8 +513,8 @@ def test_route_keeps_every_refusal(np: Any, tf: Any) -> None:
 
 
 KNOWN = [
-    ("cupy", "pip install cupy-cuda12x"),
-    ("cp", "pip install cupy-cuda12x"),
+    ("cupy", "pip install 'interop-core[cupy-cuda12x]'"),
+    ("cp", "pip install 'interop-core[cupy-cuda12x]'"),
 ]
 
 
