@@ -109,8 +109,9 @@ def sharded(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The full stack: numpy, torch, JAX, TensorFlow and DALI together."""
-    install(session, "all-cpu")
+    """The full stack: numpy, torch, JAX, TensorFlow, DALI and CuPy together (CuPy imports
+    without a GPU but cannot allocate: its GPU tests skip, its no-device errors run)."""
+    install(session, "all-cpu", "cupy-cuda12x")
     pytest(session, "all")
 
 
@@ -141,6 +142,19 @@ def torchax(session: nox.Session) -> None:
     install(session, "numpy", "torch", "jax")
     session.install("--no-deps", TORCHAX)
     pytest(session, "numpy,torch,jax,torchax", "tests/test_functions_torchax.py")
+
+
+@nox.session(default=False, venv_backend="none")
+def gpu(session: nox.Session) -> None:
+    """On a CUDA machine, in the environment at hand (GPU images have no network: install
+    the project there with `pip install --no-index --no-deps -e .`): the GPU tests, which
+    fail instead of skipping when torch, JAX or CuPy sees no GPU, then the GPU benchmark,
+    which writes its section of docs/benchmarks.md."""
+    session.run(
+        "python", "-m", "pytest", "-m", "gpu", "tests", *session.posargs,
+        env={"INTEROP_REQUIRE": "numpy,torch,jax,cupy,gpu"},
+    )  # fmt: skip
+    session.run("python", "benchmarks/gpu.py", "--write", "docs/benchmarks.md")
 
 
 @nox.session(default=False)

@@ -72,9 +72,9 @@ def check_framework(
     - ``data_ptr(x)`` equals :func:`independent_data_ptr` when that can read it;
     - ``to(x, name)`` returns ``x`` itself; ``copy=True`` gives a new buffer;
     - with each other framework (``others``, default: every installed one that builds
-      examples on the host; the kit runs on the CPU): ``to(x, other)`` (twice: cold and warm) and back give the same values and
-      dtype; where ``explain()`` claims zero-copy the data pointers of source and result
-      are equal, as read by each framework's ``data_ptr`` and by
+      examples on the host, where the kit runs): ``to(x, other)`` (twice: cold and warm)
+      and back give the same values and dtype; where ``explain()`` claims zero-copy the
+      data pointers of source and result are equal, as read by each framework's ``data_ptr`` and by
       :func:`independent_data_ptr`, and where it claims a copy they differ; ``copy=False``
       shares memory exactly where ``explain(copy=False)`` finds a route, else raises
       CopyRequiredError; ``copy=True`` never shares memory; the other framework's own
