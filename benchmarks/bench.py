@@ -13,7 +13,9 @@ reports medians, so machine noise hits both alike. Targets:
   <= 1.02 x an epoch of DALI's own DALIGenericIterator;
 - sharded arrays (benchmarks/sharded.py): a 1 GiB jax.Array over 4 processes to a DTensor
   (``to(x, "torch", mesh=mesh)``) and back, against gathering through numpy; the per-shard
-  cost at 1 GiB <= 2 x at 1 MiB, each shard shared, not copied.
+  cost at 1 GiB <= 2 x at 1 MiB, each shard shared, not copied;
+- GPUs (benchmarks/gpu.py, run by ``nox -s gpu`` on a CUDA machine; a CPU run keeps its
+  block of the report): warm overhead, size, copy bandwidth, no host round trip.
 
 Usage: python benchmarks/bench.py [--quick] [--write docs/benchmarks.md]
 """
@@ -366,6 +368,7 @@ def main() -> int:
          bench_cold_plan(args.quick)),
     ]  # fmt: skip
     import functions  # benchmarks/functions.py, beside this file
+    import gpu  # benchmarks/gpu.py, beside this file
     import pipelines  # benchmarks/pipelines.py, beside this file
     import sharded  # benchmarks/sharded.py, beside this file
 
@@ -408,6 +411,9 @@ def main() -> int:
         *sharded.NOTES,
         "",
         f"Total benchmark time: {time.time() - started:.0f} s.",
+        "",
+        # The GPU figures come from a GPU machine (`nox -s gpu`): a CPU run keeps them.
+        gpu.kept_block(args.write) if args.write else "",
     ]
     report = "\n".join(body) + "\n"
     print(report)
