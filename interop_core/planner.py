@@ -290,7 +290,8 @@ def make_route(
         refused=tuple(
             r for r in refused if r.edge in why_edges and not r.reason.startswith(VARIANT)
         )
-        if copies
+        # One copy between devices is the move itself: no refusal explains it.
+        if copies and not (copies == 1 and source.device != device)
         else (),
         notes=notes,
         refusals=tuple(refused),

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from interop_core.planner import Route, make_route
+from interop_core.planner import Graph, Route, make_route
 from interop_core.registry import Registry, State
 from interop_core.router import home
 from interop_core.specs import CPU, Device, PlanKey
@@ -22,7 +22,11 @@ TWO_GPUS = ("cpu", "cuda:0", "cuda:1")
 
 @pytest.fixture(scope="module")
 def st() -> State:
-    return Registry(entry_points=False).state
+    """The built-in plugins' state, its graph made of every declared edge: the registry's own
+    holds only the edges of installed frameworks, and these tests need none installed."""
+    state = Registry(entry_points=False).state
+    state.graph = Graph(state.declared)
+    return state
 
 
 def pretend(seen: dict[str, tuple[str, ...]]) -> Callable[[str, str], str | None]:
