@@ -270,7 +270,12 @@ def make_route(
     copies = sum(not s.zero_copy for s in steps)
     # "Why not zero-copy": edges from a framework the route passed through into the target.
     why_edges = {f"{k.framework}->{target}" for k, _, _ in path}
-    notes = tuple(dict.fromkeys(s.note for s in steps if s.note))
+    # A note about shared memory is moot once a later step copies (the result is the copy).
+    last_copy = max((i for i, s in enumerate(steps) if not s.zero_copy), default=-1)
+    notes = tuple(dict.fromkeys(
+        s.note for i, (s, (_, e, _)) in enumerate(zip(steps, path, strict=True))
+        if s.note and not (e.memory_note and i < last_copy)
+    ))  # fmt: skip
     # The planner goes through the host between devices only when no route stays on them.
     ends = (device_kind(source.device), device_kind(device))
     on_devices = source.kind == ARRAY and "cpu" not in ends

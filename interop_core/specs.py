@@ -332,6 +332,9 @@ class ConverterSpec:
     adds_flags: frozenset[str] = frozenset()
     #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
     note: str = ""
+    #: The note is about the memory the step's result shares (an alias, a read-only view):
+    #: a copy later in the route makes it moot, and ``Route.notes`` then leaves it out.
+    memory_note: bool = False
     #: The kind of object the edge converts.
     kind: str = ARRAY
     #: The kind of its result, when it differs ("" for the same): a pipeline edge's

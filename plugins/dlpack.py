@@ -30,6 +30,13 @@ _ALIAS_NOTE = (
     "writing to it changes the {src} array"
 )
 _RO_NOTE = "the numpy result is a read-only view"
+_ALIASES = {
+    "JAX": _ALIAS_NOTE.format(src="JAX", dst="torch tensor"),
+    "TensorFlow": _ALIAS_NOTE.format(src="TensorFlow", dst="torch tensor"),
+    "JAX to CuPy": _ALIAS_NOTE.format(src="JAX", dst="CuPy array"),
+}
+#: Notes about the memory a result shares: moot after a later copy (ConverterSpec.memory_note).
+_MEMORY_NOTES = frozenset({_RO_NOTE, *_ALIASES.values()})
 
 # -- loaders: each imports its frameworks and returns the conversion function ---------
 
@@ -338,6 +345,7 @@ def _row(
     return ConverterSpec(
         name=name, source=source, target=target, load=load, zero_copy=True, accepts=needs,
         cost=cost, readonly_result=readonly_result, note=note, devices=frozenset(devices),
+        memory_note=note in _MEMORY_NOTES,
     )  # fmt: skip
 
 
@@ -357,7 +365,7 @@ ML = frozenset(ML_DTYPES)
 
 def rows() -> list[ConverterSpec]:
     """Every zero-copy exchange edge between the built-in frameworks."""
-    alias = {s: _ALIAS_NOTE.format(src=s, dst="torch tensor") for s in ("JAX", "TensorFlow")}
+    alias = _ALIASES
     gpu = ("cuda",)
     return [
         # numpy ->
@@ -425,7 +433,7 @@ def rows() -> list[ConverterSpec]:
                      replace(NOT_CUPY, no_flags=_DENSE_FLAGS), devices=gpu),
         _row("jax", "cupy", "cupy.from_dlpack", _cupy_from_dlpack, 5.0,
              replace(NOT_CUPY, no_flags=OPAQUE_FLAGS),
-             note=_ALIAS_NOTE.format(src="JAX", dst="CuPy array"),
+             note=alias["JAX to CuPy"],
              devices=gpu),
     ]  # fmt: skip
 

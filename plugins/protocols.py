@@ -563,7 +563,7 @@ def _numpy_rows(
         ConverterSpec(
             name=f"{name} (new read-only memory each call)", source=source, target="numpy",
             load=load, zero_copy=False, cost=cost + 1.0, aligned_result=False,
-            readonly_result=True, note="the numpy result is read-only",
+            readonly_result=True, note="the numpy result is read-only", memory_note=True,
             accepts=Needs(flags=fresh, extra=_fresh_variant(True, True)),
         ),
         ConverterSpec(

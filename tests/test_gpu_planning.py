@@ -71,7 +71,9 @@ def test_jax_to_cupy_on_another_gpu_is_one_device_copy(st: State) -> None:
     route = plan(st, "jax", "cuda:0", "cupy", "cuda:1")
     assert route.copies == 1
     assert all(n.endswith(("cuda:0", "cuda:1")) for n in nodes(route)), nodes(route)
-    assert not any("host memory" in n for n in route.notes)
+    # The CuPy array the route meets on cuda:0 aliases JAX memory; the result is a copy, so
+    # that caveat is not the route's.
+    assert not route.notes, route.notes
 
 
 def test_gpu_to_host_is_one_copy(st: State) -> None:

@@ -471,3 +471,12 @@ def test_jax_x64_off_refuses_then_on_converts_exactly(src: str, dtype: str) -> N
 def test_public_names_exported() -> None:
     for name in ("to", "explain", "Route", "Step", "CopyRequiredError", "InteropError"):
         assert hasattr(interop_core, name)
+
+
+def test_a_copy_later_in_the_route_voids_an_alias_note(jax: Any, torch: Any) -> None:
+    x = jax.numpy.ones(4, dtype="float32")
+    shared, copied = explain(x, "torch"), explain(x, "torch", copy=True)
+    assert shared.zero_copy and any("writable alias of JAX memory" in n for n in shared.notes)
+    # copy=True: the alias met on the way is copied; the result aliases nothing.
+    assert copied.copies == 1 and not any("alias" in n for n in copied.notes), copied.notes
+    assert "writable alias of JAX memory" in str(copied.steps[0])  # the step still says it
