@@ -32,7 +32,7 @@ from typing import Any
 
 from bench import interleaved, print_sections, table
 
-from interop_core import to
+from interop_core import default_registry, to
 
 Row = list[str]
 Section = tuple[str, Row, list[Row]]
@@ -47,41 +47,18 @@ END = "<!-- /gpu -->"
 def frameworks(device: str) -> list[str]:
     """The installed frameworks that hold arrays on ``device``: on "cuda" those that see a
     GPU (torch, JAX, CuPy); on "cpu" the host ones (numpy, torch, JAX)."""
-    if device == "cpu":
-        return [n for n in ("torch", "jax", "numpy") if importable(n)]
-    found = []
-    for name in ("torch", "jax", "cupy"):
-        try:
-            if importable(name) and gpus(name):
-                found.append(name)
-        except Exception:  # a framework without a working driver sees none
-            continue
-    return found
-
-
-def importable(name: str) -> bool:
-    try:
-        __import__(name)
-    except ImportError:
-        return False
-    return True
+    reg = default_registry()
+    names = ("torch", "jax", "numpy") if device == "cpu" else ("torch", "jax", "cupy")
+    return [
+        n for n in names
+        if reg.installed(reg.state.frameworks[n]) and (device == "cpu" or gpus(n))
+    ]  # fmt: skip
 
 
 def gpus(name: str) -> int:
-    """CUDA GPUs framework ``name`` sees (0 when it is missing or has none)."""
-    if name == "torch":
-        import torch
-
-        return int(torch.cuda.device_count())
-    if name == "jax":
-        from interop_plugins.jax import gpus as jax_gpus
-
-        return len(jax_gpus())
-    if name == "cupy":
-        import cupy
-
-        return int(cupy.cuda.runtime.getDeviceCount())
-    return 0
+    """CUDA GPUs framework ``name`` sees, as its plugin's ``devices()`` lists them."""
+    devices = default_registry().state.frameworks[name].devices
+    return sum(d.startswith("cuda:") for d in devices()) if devices else 0
 
 
 def make(name: str, nbytes: int, where: str) -> Any:
@@ -111,12 +88,11 @@ def make(name: str, nbytes: int, where: str) -> Any:
 
 def jax_device(where: str) -> Any:
     import jax
-    from interop_plugins.jax import gpus as jax_gpus
+    from interop_plugins.jax import gpus_by_index
 
     if where == "cpu":
         return jax.devices("cpu")[0]
-    index = int(where.partition(":")[2] or 0)
-    return next(d for d in jax_gpus() if d.local_hardware_id == index)
+    return gpus_by_index()[int(where.partition(":")[2] or 0)]
 
 
 def importer(name: str) -> Callable[[Any], Any]:

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from typing import IO, Any
@@ -45,6 +44,7 @@ from bench import print_sections, rss_kib
 from functions import installed, skip_row
 
 from interop_core import to
+from interop_core.testing import process_group_rank
 
 # JAX arrays are read-only; torch.from_numpy of one says so once per process.
 warnings.filterwarnings("ignore", "The given NumPy array is not writable")
@@ -181,22 +181,8 @@ def rank_main(rank: int, world: int, ports: list[int], quick: bool) -> int:
             print(JSON_MARK + json.dumps({"skip": "torch.distributed with gloo is not "
                                           "available"}), flush=True)  # fmt: skip
         return 0
-    import jax
-
-    jax.distributed.initialize(f"127.0.0.1:{ports[0]}", num_processes=world, process_id=rank)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{ports[1]}", rank=rank, world_size=world
-    )
-    try:
+    with process_group_rank(rank, world, *ports):
         result = rank_measure(rank, world, quick)
-    except BaseException:
-        # The peers may wait for this rank in a collective: report and leave at once.
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    dist.barrier()
-    dist.destroy_process_group()
-    jax.distributed.shutdown()
     if rank == 0:
         print(JSON_MARK + json.dumps(result), flush=True)
     return 0

@@ -95,13 +95,15 @@ def _version(spec: FrameworkSpec) -> str:
     """The installed version of the framework's distribution (or its -cpu build), or "?"."""
     if not spec.distribution:
         return "?"
-    # A framework built per platform has other names (cupy-cuda12x): ask who provides it.
-    builds = metadata.packages_distributions().get(spec.import_name, [])
-    for dist in (spec.distribution, f"{spec.distribution}-cpu", *builds):
+    for dist in (spec.distribution, f"{spec.distribution}-cpu"):
         try:
             return metadata.version(dist)
         except (metadata.PackageNotFoundError, ValueError):
             continue
+    # A framework built per platform has other names (cupy-cuda12x): ask who provides it
+    # (a scan of every installed distribution, so only when the names above fail).
+    for dist in metadata.packages_distributions().get(spec.import_name, []):
+        return metadata.version(dist)
     return "?"
 
 

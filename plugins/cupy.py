@@ -8,6 +8,7 @@ Whichever wheel provides it (cupy-cuda12x, cupy-cuda13x, a source build), the mo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
@@ -193,9 +194,8 @@ def interop_converters() -> list[ConverterSpec]:
         ConverterSpec(
             name="cupy.asarray (host to GPU)", source="numpy", target="cupy",
             load=_load_from_host, zero_copy=False, devices=frozenset({"cpu"}), to_device="cuda",
-            accepts=Needs(
-                layouts=frozenset({"C", "F"}), layout_reason="uploads contiguous arrays",
-                no_dtypes=NOT_CUPY.no_dtypes, dtype_reason=NOT_CUPY.dtype_reason,
+            accepts=replace(
+                NOT_CUPY, layouts=frozenset({"C", "F"}), layout_reason="uploads contiguous arrays"
             ),
             cost=MOVE_COST,
         ),

@@ -131,6 +131,11 @@ def gpus() -> list[Any]:
         return []
 
 
+def gpus_by_index() -> dict[int, Any]:
+    """This process's JAX GPU devices by CUDA ordinal (the index of "cuda:N")."""
+    return {int(d.local_hardware_id): d for d in gpus()}
+
+
 def _load_copy() -> Any:
     import jax.numpy as jnp
 
@@ -143,10 +148,11 @@ def _load_copy() -> Any:
 def _load_to_gpu() -> Any:
     import jax
 
+    by_index = gpus_by_index()  # JAX's devices are fixed once its backend has started
+
     def put(x: Any, device: Device) -> Any:
         # Asynchronous: JAX orders the copy after the kernels that produce x.
-        target = next(d for d in gpus() if d.local_hardware_id == device.index)
-        return jax.device_put(x, target)
+        return jax.device_put(x, by_index[device.index])
 
     return put
 

@@ -306,6 +306,8 @@ def to_numpy(x: Any) -> Any:
         return np.array(x, copy=True)
     if kind == "tensorflow":
         return np.array(x.numpy(), copy=True)
+    if kind == "cupy":
+        return x.get()
     raise TypeError(f"not an array of a tested framework: {type(x)!r}")
 
 

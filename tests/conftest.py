@@ -50,23 +50,14 @@ def need(name: str) -> Any:
 
 
 def gpu_count(name: str) -> int:
-    """How many CUDA GPUs framework ``name`` (torch, jax or cupy) sees; 0 when it is missing."""
+    """How many CUDA GPUs framework ``name`` sees, as its plugin's ``devices()`` lists them;
+    0 when it is missing."""
     if not available(name):
         return 0
-    if name == "torch":
-        import torch
+    from interop_core import default_registry
 
-        return int(torch.cuda.device_count())
-    if name == "jax":
-        from interop_plugins.jax import gpus
-
-        return len(gpus())
-    import cupy
-
-    try:
-        return int(cupy.cuda.runtime.getDeviceCount())
-    except cupy.cuda.runtime.CUDARuntimeError:
-        return 0
+    devices = default_registry().state.frameworks[name].devices
+    return sum(d.startswith("cuda:") for d in devices()) if devices else 0
 
 
 def need_gpus(*names: str, count: int = 1) -> None:

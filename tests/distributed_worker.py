@@ -15,9 +15,10 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+from interop_core.testing import process_group_rank
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
 
@@ -98,23 +99,8 @@ def main() -> None:
     rank, world, jax_port, torch_port = (int(a) for a in sys.argv[1:5])
     flags = Path(sys.argv[5])
     faulthandler.dump_traceback_later(60, exit=True)
-    import jax
-    import torch.distributed as dist
-
-    jax.distributed.initialize(f"127.0.0.1:{jax_port}", num_processes=world, process_id=rank)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{torch_port}", rank=rank, world_size=world
-    )
-    try:
+    with process_group_rank(rank, world, jax_port, torch_port):
         facts = checks(rank, world, flags)
-    except BaseException:
-        # The peer may wait for this rank in a collective or at shutdown: report and leave.
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    dist.barrier()
-    dist.destroy_process_group()
-    jax.distributed.shutdown()
     print(json.dumps(facts), flush=True)
 
 

@@ -2,9 +2,9 @@
 
 Memory sharing is checked with each framework's own pointer API (``Tensor.data_ptr()``,
 ``cupy.ndarray.data.ptr``, ``jax.Array.unsafe_buffer_pointer()``), values on the host
-through each framework's own copy. The stream tests hand a buffer over while the kernel
-that writes it is still running (``torch.cuda._sleep`` ahead of it on the producer's
-stream): a consumer that did not wait would read zeros. ``nox -s gpu`` runs them.
+through each framework's own copy (``adapters.to_numpy``). The stream tests hand a buffer
+over while the kernel that writes it is still running (``torch.cuda._sleep`` ahead of it
+on the producer's stream): a consumer that did not wait would read zeros. ``nox -s gpu`` runs them.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from adapters import to_numpy
 from conftest import gpu_count, need, need_gpus
 
 from interop_core import explain, to
@@ -34,10 +35,9 @@ def make(name: str, n: int = N, device: int = 0) -> Any:
     if name == "jax":
         import jax
         import jax.numpy as jnp
-        from interop_plugins.jax import gpus
+        from interop_plugins.jax import gpus_by_index
 
-        gpu = next(d for d in gpus() if d.local_hardware_id == device)
-        return jax.device_put(jnp.arange(n, dtype=jnp.float32), gpu)
+        return jax.device_put(jnp.arange(n, dtype=jnp.float32), gpus_by_index()[device])
     import cupy
 
     with cupy.cuda.Device(device):
@@ -71,18 +71,6 @@ def where(x: Any) -> str:
     return f"cuda:{x.device.id}"
 
 
-def host(x: Any) -> Any:
-    """``x`` copied to a numpy array by its own framework."""
-    import numpy as np
-
-    name = owner(x)
-    if name == "torch":
-        return x.cpu().numpy()
-    if name == "cupy":
-        return x.get()
-    return np.asarray(x)
-
-
 # -- zero-copy on one GPU --------------------------------------------------------------------
 
 
@@ -95,7 +83,7 @@ def test_same_gpu_shares_memory(source: str, target: str) -> None:
     assert owner(y) == target and str(y.dtype).endswith("float32")
     assert route.zero_copy and len(route.steps) == 1, str(route)
     assert ptr(y) == ptr(x) and where(y) == where(x) == "cuda:0"
-    assert (host(y) == host(x)).all()
+    assert (to_numpy(y) == to_numpy(x)).all()
 
 
 def test_same_gpu_never_touches_the_host() -> None:
@@ -125,10 +113,10 @@ def test_the_issue_lines() -> None:
     assert explain(t, "numpy").copies == 1 and type(h) is np.ndarray
     assert (h == np.arange(N, dtype=np.float32)).all()
     g = to(h, "torch", device="cuda")  # host -> GPU: one copy
-    assert str(g.device) == "cuda:0" and (host(g) == h).all()
+    assert str(g.device) == "cuda:0" and (to_numpy(g) == h).all()
     if gpu_count("cupy") > 1 and gpu_count("jax") > 1:
         moved = to(j, "cupy", device="cuda:1")  # another GPU: one device-to-device copy
-        assert where(moved) == "cuda:1" and (host(moved) == h).all()
+        assert where(moved) == "cuda:1" and (to_numpy(moved) == h).all()
 
 
 # -- stream safety: a producer kernel still running -------------------------------------------
@@ -154,7 +142,7 @@ def test_consumer_waits_for_a_torch_kernel_still_running(target: str) -> None:
         torch.cuda._sleep(SLEEP)
         x.fill_(7.0)
         y = to(x, target)
-    assert float(host(y).sum()) == 7.0 * N
+    assert float(to_numpy(y).sum()) == 7.0 * N
 
 
 def test_without_the_stream_handoff_the_race_is_real() -> None:
@@ -188,7 +176,7 @@ def test_consumer_waits_for_a_cupy_kernel_still_running(target: str) -> None:
             torch.cuda._sleep(SLEEP)
         x.fill(7.0)
         y = to(x, target)
-    assert float(host(y).sum()) == 7.0 * N
+    assert float(to_numpy(y).sum()) == 7.0 * N
 
 
 def test_consumer_waits_for_a_jax_computation_still_running() -> None:
@@ -244,7 +232,7 @@ def test_another_gpu_is_one_device_to_device_copy(source: str, target: str) -> N
     assert route.copies == 1 and not any(s.target.endswith("@cpu") for s in route.steps)
     y = to(x, target, device="cuda:1")
     assert owner(y) == target and where(y) == "cuda:1" and ptr(y) != ptr(x)
-    assert (host(y) == host(x)).all()
+    assert (to_numpy(y) == to_numpy(x)).all()
 
 
 @pytest.mark.parametrize("framework", GPU_FRAMEWORKS)
@@ -254,7 +242,7 @@ def test_host_and_gpu_one_copy_each_way(framework: str) -> None:
     a = np.arange(N, dtype=np.float32)
     assert explain(a, framework, device="cuda:0").copies == 1
     x = to(a, framework, device="cuda:0")
-    assert owner(x) == framework and where(x) == "cuda:0" and (host(x) == a).all()
+    assert owner(x) == framework and where(x) == "cuda:0" and (to_numpy(x) == a).all()
     assert explain(x, "numpy").copies == 1  # device=None: numpy holds host arrays only
     back = to(x, "numpy")
     assert type(back) is np.ndarray and (back == a).all()
