@@ -19,6 +19,7 @@ from .errors import (
     CopyRequiredError,
     FrameworkNotInstalledError,
     InteropError,
+    InvalidArrayError,
     NoRouteError,
     NotAnArrayError,
     OptionError,
@@ -27,7 +28,7 @@ from .errors import (
     UnsupportedTransformError,
 )
 from .hookspecs import hookimpl, hookspec
-from .planner import Route, Step
+from .planner import Route, RouteTree, Step
 from .registry import Registry
 from .specs import (
     ANY,
@@ -53,6 +54,7 @@ __all__ = [
     "FrameworkNotInstalledError",
     "FrameworkSpec",
     "InteropError",
+    "InvalidArrayError",
     "KindSpec",
     "KnownFramework",
     "NoRouteError",
@@ -62,6 +64,7 @@ __all__ = [
     "PluginError",
     "Registry",
     "Route",
+    "RouteTree",
     "Step",
     "TensorInfo",
     "UnknownFrameworkError",

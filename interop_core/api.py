@@ -10,52 +10,71 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
+from .casting import convert_cast, parse_dtype
 from .containers import map_leaves
+from .detect import first_claiming
 from .errors import InteropError, NotAnArrayError, OptionError
+from .planner import RouteTree
 from .registry import Registry, State
 from .router import (
     ANY_SOURCE,
     Request,
     convert,
     convert_object,
+    describe,
     explain_object,
     find_route,
     object_request,
+    snapshot,
     warm_failure,
 )
 from .specs import ANY, Device, FrameworkSpec, KindSpec
 
 _default: Registry | None = None
 _default_lock = threading.Lock()
+#: The registry using_registry() made current in this thread or asyncio task (None: the
+#: process-wide one). A ContextVar: other threads never see it.
+_current: ContextVar[Registry | None] = ContextVar("interop_core_registry", default=None)
 
 
 def default_registry() -> Registry:
-    """The process-wide registry: built-in plugins plus entry points, built on first use."""
+    """The registry ``to()``/``explain()`` use here: the one :func:`using_registry` made
+    current in this thread or context, else the process-wide one (built-in plugins plus
+    entry points, built on first use)."""
     global _default
-    if _default is None:
+    reg = _current.get() or _default  # read once: another thread may replace the global
+    if reg is None:
         with _default_lock:
-            if _default is None:
-                _default = Registry()
-    return _default
+            reg = _default
+            if reg is None:
+                reg = _default = Registry()
+    return reg
 
 
 def set_default_registry(registry: Registry | None) -> Registry | None:
-    """Replace the process-wide registry (None: rebuild on next use); returns the old one."""
+    """Replace the process-wide registry (None: rebuild on next use); returns the old one.
+
+    A registry made current by :func:`using_registry` still wins inside its block."""
     global _default
-    old, _default = _default, registry
+    with _default_lock:
+        old, _default = _default, registry
     return old
 
 
 @contextmanager
 def using_registry(registry: Registry) -> Iterator[Registry]:
-    """Make ``registry`` the default (what ``to()``/``explain()`` use) for a ``with`` block."""
-    old = set_default_registry(registry)
+    """Make ``registry`` what ``to()``/``explain()`` use for a ``with`` block, in this
+    thread (or asyncio task) only: other threads keep theirs. A thread started inside the
+    block starts without it; run it in ``contextvars.copy_context()`` (or enter the block
+    in it) to give it the same registry."""
+    token = _current.set(registry)
     try:
         yield registry
     finally:
-        set_default_registry(old)
+        _current.reset(token)
 
 
 def to(
@@ -67,13 +86,20 @@ def to(
     ``device`` None keeps the source device. ``copy`` follows the Array API's
     ``from_dlpack``: None shares memory when possible, False never copies (raises
     CopyRequiredError), True never shares memory with ``obj``.
+    ``dtype`` is the only way to() casts: a dtype (a name such as "int32", or a dtype of
+    any installed framework: np.int32, torch.int32, jnp.int32, tf.int32) for every array,
+    or a mapping from source to target dtype (``dtype={"int64": "int32"}``) for the arrays
+    it names; others keep theirs. The cast is a step of its own (explain() shows it, it
+    counts as a copy, so ``copy=False`` refuses it), made in the source framework when it
+    holds the wanted dtype (int64 labels become int32 before JAX sees them), else in the
+    target. It applies to each array leaf of a container and of each batch an iterator yields.
     Containers (dict, list, tuple, namedtuple, ...) keep their structure; leaves that are
     not arrays pass through unchanged, but a call that finds no array at all raises.
     A function becomes a function of ``target`` (arrays in and out, gradients carried);
     ``source=`` names the framework a plain Python function is written for, and other
     options reach the converters that declare them (``explain()`` lists them).
     """
-    reg = _default or default_registry()
+    reg = _current.get() or _default or default_registry()
     return _to(reg, reg.state, obj, target, device, copy, options)
 
 
@@ -92,6 +118,8 @@ def _to(
             keyfn, runners = st.fast[type(obj), target, device, copy]
         run = runners[keyfn(obj)]
     except Exception:  # not planned yet, unhashable arguments, or a key the spec can't read
+        run = None
+    if run is None:  # outside the except: the lookup's KeyError is no context of its errors
         return _convert(reg, st, obj, target, device, copy, options)
     try:
         return run(obj)
@@ -119,15 +147,16 @@ def explain(
 ) -> Any:
     """The :class:`Route` ``to(obj, target, ...)`` would take, without converting anything.
 
-    For a container, the same structure with a Route at each array leaf.
+    For a container, a :class:`RouteTree`: the same structure with a Route at each array
+    leaf, printed one line per leaf.
     """
-    reg = _default or default_registry()
+    reg = _current.get() or _default or default_registry()
     st = reg.state
     spec, dev, source, options = _prepare(reg, st, target, device, copy, options)
     src = st.detect(obj)
     if src is not None:
         _check_source(reg, st, source, src.name, obj)
-        return explain_object(st, obj, src, spec, dev, copy, options)
+        return explain_object(st, snapshot(src, obj), src, spec, dev, copy, options)
     kind = _kind_of(st, obj)
     if kind is not None:
         req = _object_request(reg, st, obj, kind, source, spec, dev, copy, options)
@@ -137,7 +166,18 @@ def explain(
         _check_source(reg, st, source, src.name, leaf)
         return explain_object(st, leaf, src, spec, dev, copy, options)
 
-    return _containers(st, obj, spec, one, plain=False)
+    return RouteTree(_containers(st, obj, spec, one, plain=False))
+
+
+# TensorFlow's AutoGraph rewrites every function a @tf.function calls, recursively, and fails
+# on ours (it logs "could not transform"; errors came out as its StagingError). It calls a
+# function as it is when the function carries the attribute that its own
+# tf.autograph.experimental.do_not_convert sets (tensorflow/python/autograph/impl/api.py:
+# converted_call -> is_autograph_artifact, hasattr(f, "autograph_info__")); set here, it
+# needs no TF import. to() then runs as plain Python, and nothing it calls is rewritten;
+# its errors reach the caller as they are (InteropError.ag_pass_through).
+to.autograph_info__ = None  # type: ignore[attr-defined]
+explain.autograph_info__ = None  # type: ignore[attr-defined]
 
 
 def register(plugin: Any, name: str | None = None) -> str:
@@ -154,13 +194,24 @@ def parse_device(st: State, device: Any) -> Device | None:
     """A Device from None, "cpu"/"cuda:1", or a device object or string of a framework."""
     if device is None or isinstance(device, Device):
         return device
+    why = ""  # why a string is not a device, when it is not
     if isinstance(device, str):
         try:
-            return Device.parse(device)
-        except ValueError as exc:
-            error: Exception | None = exc
-    else:
-        error = None
+            parsed = Device.parse(device)
+        except ValueError:
+            why = f"{device!r} is not a device."
+        else:
+            if parsed.kind in ("cpu", "cuda"):
+                return parsed
+            # "banana:0" is spelled like a device: a kind no plugin knows is still none.
+            kinds = {k for s in st.frameworks.values() for k in s.device_kinds}
+            kinds.update(k for e in st.declared for k in (*e.devices, e.to_device or "cpu"))
+            if parsed.kind in kinds:
+                return parsed
+            why = (
+                f"{device!r} is not a device: no installed plugin knows the device kind "
+                f"{parsed.kind!r} (they know {', '.join(sorted(kinds | {'cpu', 'cuda'}))})."
+            )
     for spec in st.frameworks.values():  # the framework's own spelling ("/device:GPU:0")
         if spec.parse_device is not None:
             try:
@@ -169,11 +220,10 @@ def parse_device(st: State, device: Any) -> Device | None:
                 continue
             if found is not None:
                 return found
-    if error is not None:
-        raise DeviceError(f"{error}.") from error
     raise DeviceError(
-        f"Cannot understand device={device!r}: pass None, 'cpu', 'cuda', 'cuda:N' or a "
-        "device object of an installed framework (torch.device, a JAX device, ...)."
+        f"{why or f'Cannot understand device={device!r}.'}\nPass None (the source's device), "
+        f"one of {Device.SPELLINGS}, or a framework's device object or string (torch.device, "
+        "a JAX device, '/device:GPU:0')."
     )
 
 
@@ -185,7 +235,8 @@ def _prepare(
     reg: Registry, st: State, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
 ) -> tuple[FrameworkSpec, Device | None, Any, dict[str, Any]]:
     """Check what every request needs: the target's spec, the device, copy; ``source=``
-    is taken out of the options."""
+    is taken out of the options, and ``dtype=`` is read into a :class:`~.casting.Cast`
+    (arrays are cast before routing; iterators hand it to each batch's ``to()``)."""
     if not (copy is None or copy is True or copy is False):  # 1 == True must not pass
         raise OptionError(
             f"copy must be None, True or False, not {copy!r} ({type(copy).__name__}): "
@@ -193,6 +244,10 @@ def _prepare(
         )
     options = dict(options)
     source = options.pop("source", None)
+    if options.get("dtype") is not None:
+        options["dtype"] = parse_dtype(options["dtype"])
+    else:
+        options.pop("dtype", None)  # dtype=None: nothing is cast, as without it
     return reg.resolve(target, st), parse_device(st, device), source, options
 
 
@@ -214,8 +269,15 @@ def _check_source(reg: Registry, st: State, source: Any, found: str, obj: Any) -
 
 
 def _kind_of(st: State, obj: Any) -> KindSpec | None:
-    """The kind spec of a non-array object (containers are never one)."""
-    return None if isinstance(obj, (dict, list, tuple)) else st.detect.kind(obj)
+    """The kind spec of a non-array object. A dict is never one; a list or tuple is one
+    only when the structural check of a kind a framework owns takes it whole (a list of
+    DALI pipelines, one per GPU, as DALI's iterators take them); else it is a container."""
+    if isinstance(obj, dict):
+        return None
+    if isinstance(obj, (list, tuple)):
+        owned = (k for k in st.detect.kind_claims if k.framework not in ("", ANY))
+        return first_claiming(owned, obj) if obj else None
+    return st.detect.kind(obj)
 
 
 def _object_request(
@@ -229,6 +291,14 @@ def _object_request(
             f"copy={copy!r} applies to arrays; {what} is a {kind.kind}, which is wrapped, "
             "not copied (the arrays it takes and returns cross zero-copy where possible). "
             "Leave copy= out."
+        )
+    if "dtype" in options and not any(
+        "dtype" in e.options for e in st.declared if e.kind == kind.kind
+    ):
+        raise OptionError(
+            f"dtype= casts arrays (and the arrays iterators yield); {what} is a {kind.kind}, "
+            "which is wrapped, not cast. Leave dtype= out, and cast the arrays it takes or "
+            "returns yourself."
         )
     if kind.framework == ANY:
         if source is not None:
@@ -266,6 +336,18 @@ def _convert(
     src = st.detect(obj)
     if src is not None:
         _check_source(reg, st, source, src.name, obj)
+        if src.snapshot is not None:
+            # A producer is asked once: its snapshot is what is described and converted,
+            # and the warm path keys by the snapshot's type.
+            snap = snapshot(src, obj)
+            if snap is not obj:
+                return _to(reg, st, snap, target, device, copy, dict(options))
+        cast = rest.pop("dtype", None)
+        if cast is not None:  # the cast is a step of its own; the route is to()'s as usual
+            return convert_cast(
+                describe(src, obj), obj, src, spec, copy, cast,
+                lambda x, c: _to(reg, st, x, target, device, c, rest),
+            )  # fmt: skip
         fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
         try:
             hash(fast_key)

@@ -22,14 +22,17 @@ from __future__ import annotations
 import ctypes
 from typing import Any, NamedTuple
 
+from .errors import InvalidArrayError
 from .specs import Device, c_strides
 
 __all__ = [
+    "MAX_NDIM",
     "BufferInfo",
     "DLPackInfo",
     "InterfaceInfo",
     "ProtocolView",
     "capsule_address",
+    "check_memory",
     "export_capsule",
     "has_buffer",
     "independent_data_ptr",
@@ -68,6 +71,15 @@ class _DLTensor(ctypes.Structure):
         ("shape", ctypes.POINTER(ctypes.c_int64)),
         ("strides", ctypes.POINTER(ctypes.c_int64)),
         ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _DLManagedTensor(ctypes.Structure):
+    # DLPack 0.x: the tensor first, then the manager's context and deleter.
+    _fields_ = [
+        ("dl_tensor", _DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
     ]
 
 
@@ -116,6 +128,11 @@ class DLPackInfo(NamedTuple):
     readonly: bool
     #: A legacy "dltensor" capsule (no version, no read-only flag).
     legacy: bool
+    #: The capsule names a deleter. The spec allows NULL, but JAX aborts the interpreter
+    #: when it frees an array imported from such a capsule.
+    has_deleter: bool = True
+    #: The DLDeviceType number (what ``__dlpack_device__`` answers first).
+    device_type: int = 1
 
     @property
     def itemsize(self) -> int:
@@ -131,17 +148,20 @@ def export_capsule(x: Any) -> Any:
         return x.__dlpack__()
 
 
-def _dltensor(capsule: Any) -> tuple[_DLTensor, bool, bool]:
-    """The DLTensor of an unconsumed capsule, its read-only flag and whether it is legacy."""
+def _dltensor(capsule: Any) -> tuple[_DLTensor, bool, bool, bool]:
+    """The DLTensor of an unconsumed capsule, its read-only flag, whether it is legacy and
+    whether it names a deleter."""
     if _capsule_is_valid(capsule, _VERSIONED):
         managed = _DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, _VERSIONED))
         version = managed.version
         if version.major != 1:  # another major version may lay the struct out differently
             raise BufferError(f"DLPack version {version.major}.{version.minor} is not supported")
-        return managed.dl_tensor, bool(managed.flags & _DLPACK_READ_ONLY), False
+        readonly = bool(managed.flags & _DLPACK_READ_ONLY)
+        return managed.dl_tensor, readonly, False, bool(managed.deleter)
     if _capsule_is_valid(capsule, _LEGACY):
         # A legacy capsule cannot say it is read-only; producers refuse read-only memory.
-        return _DLTensor.from_address(_capsule_pointer(capsule, _LEGACY)), False, True
+        legacy = _DLManagedTensor.from_address(_capsule_pointer(capsule, _LEGACY))
+        return legacy.dl_tensor, False, True, bool(legacy.deleter)
     raise TypeError(f"{capsule!r} is not an unconsumed DLPack capsule")
 
 
@@ -154,6 +174,66 @@ def capsule_address(capsule: Any) -> int:
     return _address(_dltensor(capsule)[0])
 
 
+#: The most dimensions a producer may declare (numpy's limit is 64; DLPack sets none).
+MAX_NDIM = 64
+#: Byte extents must stay below this: every framework indexes memory with int64.
+_LIMIT = 1 << 63
+
+
+def check_memory(
+    what: str,
+    address: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    itemsize: int,
+    length: int | None = None,
+) -> None:
+    """Refuse a description no memory can match, before any framework reads it.
+
+    ``strides`` in bytes (None: C-contiguous); ``length`` the bytes the exporter says it
+    holds from ``address``, when it says. InvalidArrayError names what is wrong: frameworks
+    handed such descriptions read past the memory, abort or segfault.
+    """
+    if len(shape) > MAX_NDIM:
+        raise InvalidArrayError(f"{what} declares {len(shape)} dimensions (at most {MAX_NDIM}).")
+    if strides is not None and len(strides) != len(shape):
+        raise InvalidArrayError(
+            f"{what} declares {len(shape)} dimensions but {len(strides)} strides."
+        )
+    if any(d < 0 for d in shape):
+        raise InvalidArrayError(f"{what} declares a negative dimension: shape {shape}.")
+    size = 1
+    for d in shape:
+        size *= d
+    itemsize = max(itemsize, 1)
+    if size * itemsize >= _LIMIT:
+        raise InvalidArrayError(
+            f"{what} declares shape {shape}: {size} elements of {itemsize} bytes overflow "
+            "a 64-bit size."
+        )
+    if size == 0:
+        return
+    if strides is None:
+        low, high = 0, size * itemsize
+    else:
+        low = sum(s * (d - 1) for s, d in zip(strides, shape, strict=True) if s < 0)
+        high = sum(s * (d - 1) for s, d in zip(strides, shape, strict=True) if s > 0) + itemsize
+    if not address:
+        raise InvalidArrayError(
+            f"{what} declares {size} elements at a NULL data pointer: there is no memory to read."
+        )
+    if address + low < 0 or address + high >= 1 << 64 or high - low >= _LIMIT:
+        raise InvalidArrayError(
+            f"{what} declares memory outside the address space (address {address:#x}, "
+            f"byte extent {low}..{high}): its shape, strides or byte_offset are corrupt."
+        )
+    if length is not None and (low < 0 or high > length):
+        raise InvalidArrayError(
+            f"{what} declares shape {shape} with strides {strides}, reaching bytes "
+            f"{low}..{high}, but its exporter holds {length} bytes."
+        )
+
+
 def read_capsule(capsule: Any) -> DLPackInfo:
     """The DLTensor of an unconsumed DLPack capsule (versioned or legacy), as Python values.
 
@@ -161,24 +241,36 @@ def read_capsule(capsule: Any) -> DLPackInfo:
     TypeError when ``capsule`` is no unconsumed DLPack capsule, BufferError for a DLPack
     major version other than 1.
     """
-    tensor, readonly, legacy = _dltensor(capsule)
+    tensor, readonly, legacy, has_deleter = _dltensor(capsule)
     ndim = int(tensor.ndim)
+    what = "The DLPack capsule"
+    if not 0 <= ndim <= MAX_NDIM:  # checked before the shape array is read
+        raise InvalidArrayError(f"{what} declares ndim {ndim} (0 to {MAX_NDIM} are valid).")
     if ndim and not tensor.shape:
-        raise BufferError(f"the DLTensor has {ndim} dims but no shape")
+        raise InvalidArrayError(f"{what} declares {ndim} dims but no shape.")
     shape = tuple(int(tensor.shape[i]) for i in range(ndim))
     strides = tuple(int(tensor.strides[i]) for i in range(ndim)) if tensor.strides else None
     device_type = int(tensor.device.device_type)
     kind = _DL_DEVICES.get(device_type, f"dldevice{device_type}")
+    bits, lanes = int(tensor.dtype.bits), int(tensor.dtype.lanes)
+    itemsize = max(bits * lanes // 8, 1)
+    address = _address(tensor)
+    check_memory(
+        what, address, shape, None if strides is None else tuple(s * itemsize for s in strides),
+        itemsize,
+    )  # fmt: skip
     return DLPackInfo(
-        address=_address(tensor),
+        address=address,
         device=Device(kind, int(tensor.device.device_id)),
         shape=shape,
         strides=strides,
         code=int(tensor.dtype.code),
-        bits=int(tensor.dtype.bits),
-        lanes=int(tensor.dtype.lanes),
+        bits=bits,
+        lanes=lanes,
         readonly=readonly,
         legacy=legacy,
+        has_deleter=has_deleter,
+        device_type=device_type,
     )
 
 
@@ -247,11 +339,20 @@ def read_buffer(obj: Any) -> BufferInfo:
     _get_buffer(obj, ctypes.byref(view), _PyBUF_RECORDS_RO)
     try:
         ndim = int(view.ndim)
+        if not 0 <= ndim <= MAX_NDIM:  # checked before the shape array is read
+            raise InvalidArrayError(
+                f"The buffer export of a {type(obj).__name__} declares ndim {ndim} "
+                f"(0 to {MAX_NDIM} are valid)."
+            )
         shape = tuple(int(view.shape[i]) for i in range(ndim)) if ndim else ()
         if ndim and view.strides:
             strides = tuple(int(view.strides[i]) for i in range(ndim))
         else:  # ctypes leaves strides NULL for its C-contiguous arrays
             strides = c_strides(shape, max(int(view.itemsize), 1))
+        check_memory(
+            f"The buffer export of a {type(obj).__name__}", view.buf or 0, shape, strides,
+            int(view.itemsize),
+        )  # fmt: skip
         return BufferInfo(
             address=view.buf or 0,
             readonly=bool(view.readonly),
@@ -289,32 +390,51 @@ def interface_data(d: dict[str, Any], owner: Any = None) -> tuple[int, bool]:
     exports the memory through the buffer protocol (``offset`` bytes in), or None: ``owner``
     exports it.
     """
+    address, readonly, _ = _interface_memory(d, owner)
+    return address, readonly
+
+
+def _interface_memory(d: dict[str, Any], owner: Any) -> tuple[int, bool, int | None]:
+    """(address, read-only, bytes available from the address or None when unknown)."""
     data = d.get("data")
     if isinstance(data, tuple):  # (pointer, read-only); "offset" applies only to buffers
-        return int(data[0]), bool(data[1])
+        return int(data[0]), bool(data[1]), None
     buf = read_buffer(owner if data is None else data)
-    return buf.address + int(d.get("offset") or 0), buf.readonly
+    offset = int(d.get("offset") or 0)
+    contiguous = buf.strides == c_strides(buf.shape, max(buf.itemsize, 1))
+    length = 1
+    for n in buf.shape:
+        length *= n
+    length *= max(buf.itemsize, 1)
+    if offset < 0 or offset > length:
+        raise InvalidArrayError(
+            f"The array interface's offset {offset} lies outside its {length}-byte buffer."
+        )
+    return buf.address + offset, buf.readonly, length - offset if contiguous else None
 
 
 def read_interface(d: dict[str, Any], owner: Any = None) -> InterfaceInfo:
     """Parse an array-interface dict (version 3) of ``owner``, ``data`` read as by
-    :func:`interface_data`.
+    :func:`interface_data`, and check it describes memory that can exist.
 
-    KeyError, TypeError or ValueError for a malformed dict.
+    KeyError, TypeError or ValueError for a malformed dict; InvalidArrayError (a ValueError)
+    for an impossible shape, strides or pointer.
     """
-    address, readonly = interface_data(d, owner)
+    address, readonly, length = _interface_memory(d, owner)
     typestr = str(d["typestr"])
     size = typestr[2:]
     strides = d.get("strides")
+    shape = tuple(map(int, d["shape"]))
+    if len(shape) > MAX_NDIM:
+        raise InvalidArrayError(
+            f"The array interface declares {len(shape)} dimensions (at most {MAX_NDIM})."
+        )
+    strides = None if strides is None else tuple(map(int, strides))
+    itemsize = int(size) if size.isdigit() else None
+    check_memory("The array interface", address, shape, strides, itemsize or 1, length)
     return InterfaceInfo(  # positional: this is on the warm path of interface producers
-        address,
-        readonly,
-        typestr,
-        int(size) if size.isdigit() else None,
-        tuple(map(int, d["shape"])),
-        None if strides is None else tuple(map(int, strides)),
-        d.get("mask") is not None,
-    )
+        address, readonly, typestr, itemsize, shape, strides, d.get("mask") is not None,
+    )  # fmt: skip
 
 
 # -- one view of whichever protocol an object speaks ------------------------------------------

@@ -17,8 +17,9 @@ arguments:
    neither drop nor alter items; a ``defaultdict`` keeps its ``default_factory``;
 4. check that the result has the same type and exactly the new items, keys in order.
 
-When a step fails, or a container contains itself, :class:`ContainerError` is raised:
-an item is never lost and another type is never returned silently.
+When a step fails, a container contains itself, or containers nest deeper than
+:data:`MAX_DEPTH`, :class:`ContainerError` is raised: an item is never lost and another
+type is never returned silently.
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ from typing import Any, NoReturn
 
 from .errors import InteropError
 
-__all__ = ["ContainerError", "map_leaves"]
+__all__ = ["MAX_DEPTH", "ContainerError", "map_leaves"]
 
 _CONTAINERS = (dict, list, tuple)
+#: How deep containers may nest. The walk recurses (two Python frames a level) and the
+#: conversion of a leaf at the bottom needs frames of its own: 200 levels stay well inside
+#: Python's default limit of 1000 frames.
+MAX_DEPTH = 200
 _ADVICE = "convert it to a dict, list or tuple first, or convert its items yourself."
 
 
@@ -44,7 +49,8 @@ def map_leaves(obj: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every leaf of nested containers, rebuilding each container.
 
     Dict keys are kept as they are; values, list items and tuple items are mapped. Raises
-    :class:`ContainerError` for a container that contains itself or cannot be rebuilt.
+    :class:`ContainerError` for a container that contains itself, cannot be rebuilt, or
+    nests deeper than :data:`MAX_DEPTH`.
     """
     return _map(obj, fn, {})
 
@@ -56,6 +62,8 @@ def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
         key = id(obj)
         if key in active:
             _cycle(active, key)
+        if len(active) >= MAX_DEPTH:
+            _too_deep(obj)
         active[key] = t
         if t is dict:
             out: Any = {k: _map(v, fn, active) for k, v in obj.items()}
@@ -70,6 +78,8 @@ def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
     key = id(obj)
     if key in active:
         _cycle(active, key)
+    if len(active) >= MAX_DEPTH:
+        _too_deep(obj)
     active[key] = t
     if isinstance(obj, dict):
         ordered = isinstance(obj, OrderedDict)
@@ -98,6 +108,35 @@ def _cycle(active: dict[int, type], key: int) -> NoReturn:
         "would be converted forever. Break the reference cycle first (e.g. replace the inner "
         "reference with a copy), or convert its items yourself."
     )
+
+
+def _too_deep(obj: Any) -> NoReturn:
+    """Raise for ``obj``, found MAX_DEPTH containers down: how deep the nesting goes."""
+    depth = MAX_DEPTH + _depth(obj)
+    raise ContainerError(
+        f"Cannot convert containers nested {depth} deep: to() walks at most {MAX_DEPTH} "
+        "levels of dicts, lists and tuples (deeper would exhaust Python's stack). Flatten the "
+        "structure (for example a dict keyed by each array's path), or convert the arrays of "
+        "the deep levels yourself."
+    )
+
+
+def _depth(obj: Any) -> int:
+    """How many levels of containers ``obj`` has (itself included), found level by level
+    without recursion; a container met again (shared or in a cycle) is counted once."""
+    depth, level, seen = 0, [obj], set()
+    while True:
+        found = [c for c in level if issubclass(type(c), _CONTAINERS) and id(c) not in seen]
+        if not found:
+            return depth
+        depth += 1
+        level = []
+        for c in found:
+            seen.add(id(c))
+            if isinstance(c, dict):
+                level.extend(dict.values(c))
+            else:
+                level.extend(list.__iter__(c) if isinstance(c, list) else tuple.__iter__(c))
 
 
 def _name(cls: type) -> str:

@@ -12,12 +12,21 @@ from __future__ import annotations
 import sys
 import types
 import warnings
-from collections.abc import Iterable
-from typing import TypeVar
+import weakref
+from collections.abc import Hashable, Iterable
+from typing import Any, TypeVar
 
+from .errors import InteropError
 from .specs import ANY, FrameworkSpec, KindSpec
 
 _MISSING = object()
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
+
+#: Classes made at run time (not named by their module) that one :class:`TypeTable` keeps
+#: entries for at once, and of those, how many of one name per dict: ``MagicMock`` makes a
+#: class per instance, all named ``unittest.mock.MagicMock``.
+RUNTIME_CLASSES = 1024
+SAME_NAME = 16
 
 
 def resolve_type(path: str) -> type | None:
@@ -59,6 +68,126 @@ def unresolved_types(spec: FrameworkSpec) -> list[str]:
     return [p for p in spec.array_types if imported(p.partition(".")[0]) and not resolve_type(p)]
 
 
+class UnhashableTypeError(InteropError, TypeError):
+    """An object's class cannot be hashed (its metaclass's ``__hash__`` raises), so no
+    framework can be looked up for it."""
+
+
+def unhashable_type(cls: type, exc: BaseException) -> UnhashableTypeError:
+    """The error for an object whose class raised ``exc`` from ``__hash__``."""
+    meta = type(cls)
+    return UnhashableTypeError(
+        f"Cannot convert a {cls.__module__}.{cls.__qualname__}: hashing its class raised "
+        f"{type(exc).__name__}: {exc}.\n{meta.__qualname__}.__hash__ (the metaclass of "
+        f"{cls.__qualname__}) must work for the class: to() looks frameworks and routes up by "
+        "the object's class. Fix or remove that __hash__ (classes hash by identity by "
+        "default), or convert a plain array of it (numpy.asarray(obj)) instead."
+    )
+
+
+def lasting(cls: type) -> bool:
+    """Whether ``cls`` lives as long as the process: a static type (int, numpy.ndarray) or a
+    class its module names (torch.Tensor). A class made at run time (a MagicMock's, one
+    defined in a function, ``type(...)``) is not: it may be collected."""
+    if not cls.__flags__ & _HEAPTYPE:
+        return True
+    try:
+        obj: Any = sys.modules.get(cls.__module__)
+        qualname = cls.__qualname__
+        if obj is None or "<" in qualname:
+            return False
+        for part in qualname.split("."):
+            obj = vars(obj).get(part)  # a module's or class's own names: no __getattr__ runs
+        return obj is cls
+    except Exception:  # an odd __module__, a name bound to None on the way, ...
+        return False
+
+
+class _WeakType:
+    """Stands in for a class in a dict key without keeping the class alive: it hashes as
+    the class and equals it while it lives, so a plain ``table[cls]`` finds the entry.
+    When the class is collected its entry is removed."""
+
+    __slots__ = ("hash", "name", "owner", "ref", "stored", "table")
+
+    def __init__(self, cls: type, owner: TypeTable, table: dict[Any, Any]) -> None:
+        self.ref = weakref.ref(cls, self._died)
+        self.hash = hash(cls)
+        self.name = (id(table), f"{cls.__module__}.{cls.__qualname__}")
+        self.owner = owner
+        self.table = table
+        self.stored: Hashable = self
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is _WeakType:
+            other = other.ref()
+        return other is not None and other is self.ref()
+
+    def _died(self, _: Any) -> None:
+        self.owner.forget(self)
+
+
+class TypeTable:
+    """Puts entries keyed by a class (or by a tuple starting with one) into dicts that the
+    warm path reads with a plain ``table[cls]``, without keeping classes made at run time
+    alive.
+
+    A class that lives as long as the process (:func:`lasting`) is the key itself: the
+    lookup is one identity comparison. Another class is keyed by a :class:`_WeakType`
+    (a lookup calls its ``__eq__``): its entries go when it is collected, and at most
+    ``limit`` such entries are kept (``same_name`` per class name and dict), the oldest
+    dropped first, so producers that make a class per object (``MagicMock``) cannot grow
+    the caches. Safe from several threads: each step is one dict operation, and a lost
+    race costs at most a cache miss.
+    """
+
+    def __init__(self, limit: int = RUNTIME_CLASSES, same_name: int = SAME_NAME) -> None:
+        self.limit = limit
+        self.same_name = same_name
+        #: The entries of run-time classes, oldest first (by id of their _WeakType).
+        self.held: dict[int, _WeakType] = {}
+        self._named: dict[tuple[int, str], dict[int, _WeakType]] = {}
+
+    def put(self, table: dict[Any, Any], cls: type, key: Any, value: Any) -> None:
+        """``table[key] = value``, where ``key`` is ``cls`` or a tuple starting with it."""
+        if lasting(cls):
+            table[key] = value
+            return
+        weak = _WeakType(cls, self, table)
+        stored: Hashable = weak if key is cls else (weak, *key[1:])
+        weak.stored = stored
+        if stored in table:  # the class has an entry: a new value under the same key
+            table[stored] = value
+            return
+        named = self._named.setdefault(weak.name, {})
+        if len(named) >= self.same_name:
+            self._drop_oldest(named)
+        if len(self.held) >= self.limit:
+            self._drop_oldest(self.held)
+        self.held[id(weak)] = named[id(weak)] = weak
+        table[stored] = value
+
+    def forget(self, weak: _WeakType) -> None:
+        """Remove ``weak``'s entry (its class died, or it is the oldest)."""
+        weak.table.pop(weak.stored, None)
+        self.held.pop(id(weak), None)
+        named = self._named.get(weak.name)
+        if named is not None:
+            named.pop(id(weak), None)
+            if not named:
+                self._named.pop(weak.name, None)
+
+    def _drop_oldest(self, entries: dict[int, _WeakType]) -> None:
+        try:
+            oldest = entries[next(iter(entries))]
+        except (StopIteration, RuntimeError, KeyError):  # emptied or changed by another thread
+            return
+        self.forget(oldest)
+
+
 class Detector:
     """Maps an object's type to the FrameworkSpec owning it, with a per-type cache."""
 
@@ -73,8 +202,10 @@ class Detector:
             sorted((k for k in self.kinds if k.claims is not None),
                    key=lambda k: k.framework in ("", ANY))
         )  # fmt: skip
+        #: Per type (entries of classes made at run time go with them: see TypeTable).
         self.cache: dict[type, FrameworkSpec | None] = {}
         self.kind_cache: dict[type, KindSpec | None] = {}
+        self.types = TypeTable()
         self._reported: set[str] = set()
 
     def __call__(self, obj: object) -> FrameworkSpec | None:
@@ -84,10 +215,12 @@ class Detector:
             return self.cache[cls]
         except KeyError:
             pass
+        except Exception as exc:  # the metaclass's __hash__ raised
+            raise unhashable_type(cls, exc) from exc
         found = self._by_type(cls) or self._by_protocol(obj)
         # A negative answer is safe to cache too: an object exists only after its
         # framework was imported, so a later import cannot change who owns this type.
-        self.cache[cls] = found
+        self.types.put(self.cache, cls, cls, found)
         return found
 
     def kind(self, obj: object) -> KindSpec | None:
@@ -99,7 +232,10 @@ class Detector:
         try:
             found = self.kind_cache[cls]
         except KeyError:
-            found = self.kind_cache[cls] = self._kind_by_type(cls)
+            found = self._kind_by_type(cls)
+            self.types.put(self.kind_cache, cls, cls, found)
+        except Exception as exc:  # the metaclass's __hash__ raised
+            raise unhashable_type(cls, exc) from exc
         return found if found is not None else first_claiming(self.kind_claims, obj)
 
     def _kind_by_type(self, cls: type) -> KindSpec | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 import textwrap
 import warnings
@@ -21,9 +22,9 @@ from typing import IO, Any
 from . import __version__
 from .api import explain, to, using_registry
 from .errors import InteropError
-from .example_arrays import ExampleError, make_example
+from .example_arrays import ORDINARY_ROWS, ExampleError, make_example
 from .registry import Registry, State
-from .specs import FUNCTION, ITERATOR, PIPELINE, FrameworkSpec, PlanKey
+from .specs import ALIGNMENT, FUNCTION, ITERATOR, PIPELINE, FrameworkSpec, PlanKey
 
 #: The array every cell of the matrix converts: contiguous float32, shape 2x3.
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -132,6 +133,109 @@ def measure_cell(reg: Registry, src: FrameworkSpec, dst: FrameworkSpec) -> dict[
     return cell
 
 
+def measure_arrays(reg: Registry, arrays: Sequence[Any], dst: FrameworkSpec) -> dict[str, Any]:
+    """Convert each of ``arrays`` (one source framework) to ``dst`` and say what happened.
+
+    The cell is "zero-copy" when every result shares its source's memory; "copy
+    (alignment)" when every array that was copied starts off a 64-byte boundary (what
+    JAX and TensorFlow need to share it) and an aligned copy of one of them is shared;
+    else "copy". ``arrays`` and ``shared`` count. Read by data pointers, like
+    :func:`measure_cell`.
+    """
+    shared = steps = disagree = 0
+    copied_aligned = False
+    unaligned: Any = None  # an array that was copied and is not aligned
+    for x in arrays:
+        try:
+            src = reg.state.detect(x)
+            claimed = explain(x, dst.name)
+            y = to(x, dst.name)
+        except InteropError as exc:
+            return {"result": "none", "why": str(exc).splitlines()[0]}
+        except Exception as exc:  # a converter misbehaving: report it
+            return {"result": "wrong", "why": f"{type(exc).__name__}: {exc}"}
+        owner = reg.state.detect(y)
+        if src is None or owner is None or owner.name != dst.name:
+            return {"result": "wrong", "why": f"result is {type(y).__qualname__}, not {dst.name}"}
+        ptr = src.data_ptr(x)
+        same = ptr == dst.data_ptr(y)
+        shared += same
+        copied_aligned |= not same and ptr % ALIGNMENT == 0
+        if not same and ptr % ALIGNMENT and unaligned is None:
+            unaligned = x
+        disagree += same != claimed.zero_copy
+        steps = max(steps, len(claimed.steps))
+        del y  # a copy of 16 MiB need not outlive its check
+    if shared == len(arrays):
+        result = "zero-copy"
+    elif copied_aligned or not _shared_when_aligned(reg, unaligned, dst):
+        result = "copy"
+    else:
+        result = "copy (alignment)"
+    cell: dict[str, Any] = {
+        "result": result, "steps": steps, "arrays": len(arrays), "shared": shared
+    }  # fmt: skip
+    if disagree:
+        cell["why"] = f"explain() disagreed with the data pointers for {disagree} of {len(arrays)}"
+    return cell
+
+
+def _shared_when_aligned(reg: Registry, x: Any, dst: FrameworkSpec) -> bool:
+    """Whether a 64-byte aligned copy of ``x`` (its framework's own copy) converts to
+    ``dst`` zero-copy, by data pointers: then alignment alone made ``x`` copy."""
+    src = reg.state.detect(x)
+    if src is None:
+        return False
+    try:
+        twin = to(x, src.name, copy=True)
+        return bool(
+            # the same array but for its alignment (a copy may change layout or read-only)
+            src.describe(twin)._replace(aligned=False) == src.describe(x)
+            and src.data_ptr(twin) % ALIGNMENT == 0
+            and src.data_ptr(twin) == dst.data_ptr(to(twin, dst.name))
+        )
+    except Exception:  # no aligned copy, or no route for it: not an alignment copy
+        return False
+
+
+def measure_rows(
+    reg: Registry, sources: list[FrameworkSpec], targets: list[FrameworkSpec]
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], dict[str, str]]:
+    """The matrix: a row per source's example, and rows of arrays made as user code makes
+    them (ORDINARY_ROWS; one named after its framework takes that framework's row, and the
+    example moves to "<name>, 64-byte aligned"). Also what each row measured, and the row
+    of each source's example."""
+    installed = {s.name for s in sources}
+    matrix: dict[str, dict[str, dict[str, Any]]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    example_rows: dict[str, str] = {}
+
+    def example_row(s: FrameworkSpec, label: str, what: str) -> None:
+        matrix[label] = {d.name: measure_cell(reg, s, d) for d in targets}
+        rows[label] = {"what": what, "framework": s.name, "example": True}
+        example_rows[s.name] = label
+
+    for s in sources:
+        own = [r for r in ORDINARY_ROWS if r.framework == s.name and set(r.needs) <= installed]
+        if not any(r.label == s.name for r in own):
+            example_row(s, s.name, f"a 2x3 array {s.name} allocated (its example())")
+        for row in sorted(own, key=lambda r: r.label != s.name):  # the framework's own first
+            arrays = row.build()
+            matrix[row.label] = {d.name: measure_arrays(reg, arrays, d) for d in targets}
+            aligned = sum(s.data_ptr(a) % ALIGNMENT == 0 for a in arrays)
+            rows[row.label] = {
+                "what": row.what, "framework": s.name, "example": False,
+                "arrays": len(arrays), "aligned": aligned,
+            }  # fmt: skip
+            del arrays
+            if row.label == s.name:
+                example_row(
+                    s, f"{s.name}, 64-byte aligned",
+                    f"a 2x3 {s.name} array on a 64-byte boundary (its example())",
+                )  # fmt: skip
+    return matrix, rows, example_rows
+
+
 def alignment_bound(
     src: FrameworkSpec, targets: Iterable[FrameworkSpec], matrix_row: dict[str, dict[str, Any]]
 ) -> list[str]:
@@ -160,6 +264,9 @@ def alignment_bound(
 def doctor_report(reg: Registry) -> dict[str, Any]:
     """Frameworks, plugins, devices and the live route matrix of this machine.
 
+    The matrix has a row per framework's example and rows of arrays made the way user
+    code makes them (``ORDINARY_ROWS``: numpy's own allocations, which JAX and TensorFlow
+    copy when they are not 64-byte aligned); ``rows`` says what each row measured.
     Frameworks are imported and measured with ``reg`` as the default registry, their
     native stderr silenced, and without their DeprecationWarnings or torch's warning
     that a tensor shares read-only memory (the jax and tensorflow -> torch cells do).
@@ -191,8 +298,10 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         # Rows: what can build an example; columns: what to() may target.
         sources = [s for s in installed if s.example is not None]
         targets = [d for d in installed if d.target]
-        matrix = {s.name: {d.name: measure_cell(reg, s, d) for d in targets} for s in sources}
-        aligned_only = {s.name: alignment_bound(s, targets, matrix[s.name]) for s in sources}
+        matrix, rows, example_rows = measure_rows(reg, sources, targets)
+        aligned_only = {
+            s.name: alignment_bound(s, targets, matrix[example_rows[s.name]]) for s in sources
+        }
     plugins = [
         {"name": name, "distribution": reg.pm.distribution_of(name) or "registered at run time"}
         for name, _ in reg.pm.list_name_plugin()
@@ -207,7 +316,8 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         "converters": len(st.declared),
         "usable_converters": len(st.graph.edges),
         "matrix": matrix,
-        "notes": alignment_notes(aligned_only),
+        "rows": rows,
+        "notes": alignment_notes(aligned_only, matrix, rows),
         "functions": function_routes(st),
         "pipelines": pipeline_routes(st),
     }
@@ -259,21 +369,36 @@ def _join(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-def alignment_notes(aligned_only: dict[str, list[str]]) -> list[str]:
-    """The notes printed under the matrix about routes that need 64-byte alignment."""
+def alignment_notes(
+    aligned_only: dict[str, list[str]],
+    matrix: dict[str, dict[str, dict[str, Any]]] | None = None,
+    rows: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
+    """The notes printed under the matrix about routes that need 64-byte alignment, and
+    about the "copy (alignment)" cells of arrays made as user code makes them."""
     pairs = [f"{src} -> {dst}" for src, dsts in aligned_only.items() for dst in dsts]
-    if not pairs:
-        return []
-    notes = [
-        f"{_join(pairs)} share memory only with 64-byte aligned buffers; an unaligned one "
-        "is copied once (the matrix measured aligned examples)."
-    ]
-    if aligned_only.get("numpy"):
-        numpy_pairs = [f"numpy -> {dst}" for dst in aligned_only["numpy"]]
+    notes = []
+    if pairs:
         notes.append(
-            "numpy's large allocations are often not 64-byte aligned (they start 16 bytes "
-            f"past a boundary), so {_join(numpy_pairs)} copy those once; explain() tells for "
-            "a given array."
+            f"{_join(pairs)} share memory only with 64-byte aligned buffers; an unaligned "
+            "one is copied once."
+        )
+    numpy_row = (matrix or {}).get("numpy", {})
+    copied = [dst for dst, cell in numpy_row.items() if cell["result"] == "copy (alignment)"]
+    if copied:
+        measured = (rows or {}).get("numpy", {})
+        k = measured.get("aligned", 0)
+        seen = f" ({k} of the {measured.get('arrays')} measured here {'was' if k == 1 else 'were'})"
+        also = " and torch tensors made from them by torch.from_numpy" if (
+            "torch.from_numpy" in (matrix or {})
+        ) else ""  # fmt: skip
+        notes.append(
+            "copy (alignment): numpy's allocations are mostly not 64-byte aligned"
+            f"{seen if 'arrays' in measured else ''}, so the arrays your code makes (np.ones, "
+            f"np.random, np.load...){also} are copied once into "
+            f"{_join(copied)}. To share memory, use 64-byte aligned buffers: copy once with "
+            'to(a, "numpy", copy=True) and keep that array, or take memory torch allocated '
+            "(torch.empty(n).numpy()); explain() tells for a given array."
         )
     return notes
 
@@ -281,11 +406,15 @@ def alignment_notes(aligned_only: dict[str, list[str]]) -> list[str]:
 def _wrap(text: str, first: str) -> str:
     """``text`` wrapped at 100 columns after ``first``, never inside "a -> b"."""
     kept = text.replace(" -> ", "\u00a0->\u00a0")  # textwrap breaks only at ASCII spaces
+    kept = re.sub(r"(\d) (B|KiB|MiB)\b", "\\1\u00a0\\2", kept)  # nor inside "16 MiB"
     lines = textwrap.wrap(kept, 100, initial_indent=first, subsequent_indent="  ")
     return "\n".join(lines).replace("\u00a0", " ")
 
 
-_MARK = {"zero-copy": "zero-copy", "copy": "copy", "none": "none", "wrong": "WRONG"}
+_MARK = {
+    "zero-copy": "zero-copy", "copy": "copy", "copy (alignment)": "copy (alignment)",
+    "none": "none", "wrong": "WRONG",
+}  # fmt: skip
 
 
 def print_doctor(report: dict[str, Any]) -> None:
@@ -321,10 +450,11 @@ def print_doctor(report: dict[str, Any]) -> None:
     for d in report["dropped"]:
         print(f"  {d['name']} ({d['distribution']}): {d['reason']}")
     names = list(next(iter(report["matrix"].values()), {}))
-    print("\nRoute matrix, measured now (contiguous float32 2x3; zero-copy = data pointers equal):")
-    width = max([len(n) for n in names] + [11]) + 2
+    print("\nRoute matrix, measured now (contiguous float32; zero-copy = data pointers equal):")
+    marks = [_MARK[c["result"]] + "*" for row in report["matrix"].values() for c in row.values()]
+    width = max([len(n) for n in names] + [len(m) for m in marks] + [11]) + 2
     first = max([len(src) for src in report["matrix"]] + [12]) + 2
-    print(" " * (first + 2) + "".join(f"{n:<{width}}" for n in names))
+    print((" " * (first + 2) + "".join(f"{n:<{width}}" for n in names)).rstrip())
     notes = []
     for src, row in report["matrix"].items():
         cells = []
@@ -334,7 +464,13 @@ def print_doctor(report: dict[str, Any]) -> None:
                 notes.append(f"  {src} -> {dst}: {cell['why']}")
                 mark += "*"
             cells.append(f"{mark:<{width}}")
-        print(f"  {src:<{first}}" + "".join(cells))
+        print(f"  {src:<{first}}" + "".join(cells).rstrip())
+    rows = report.get("rows", {})
+    if not all(r["example"] for r in rows.values()):  # say what each row is once they differ
+        own = [label for label, r in rows.items() if r["example"] and label == r["framework"]]
+        said = [f"{label}: {r['what']}" for label, r in rows.items() if label not in own]
+        said.append(f"{_join(own)}: a 2x3 array the framework allocated")
+        print(_wrap("; ".join(said) + ".", "Rows: "))
     for n in notes:
         print(n)
     for n in report.get("notes", ()):

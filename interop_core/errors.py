@@ -14,20 +14,31 @@ from typing import NamedTuple
 class InteropError(Exception):
     """Base class of every error raised by interop_core."""
 
+    # TensorFlow's AutoGraph replaces an exception raised in a @tf.function with its own
+    # StagingError unless the exception has this attribute (tensorflow/python/autograph/
+    # impl/api.py, _attach_error_metadata; TF marks its own UnliftableError so): users
+    # catch the InteropError itself, with its message unchanged.
+    ag_pass_through = True
+
 
 class UnknownFrameworkError(InteropError, LookupError):
-    """A target names no registered framework; the message suggests close names."""
+    """A target names no registered framework; the message suggests close names.
 
-    def __init__(self, name: str, known: Iterable[str], why: str = "") -> None:
+    ``head`` replaces the message's first sentence (for a target that is not a name at all).
+    """
+
+    def __init__(self, name: str, known: Iterable[str], why: str = "", head: str = "") -> None:
         import difflib
 
         known = sorted(set(known))
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close and not why else ""
         why = f" {why}" if why else ""
+        # The first line says what is wrong; the long list of names comes after it.
         super().__init__(
-            f"Unknown framework {name!r}.{why}{hint} Known frameworks and aliases: "
-            f"{', '.join(known)}. A plugin can add more (see README, 'Writing a plugin')."
+            f"{head or f'Unknown framework {name!r}.'}{why}{hint}\nKnown frameworks and "
+            f"aliases: {', '.join(known)}. A plugin can add more (see README, 'Writing a "
+            "plugin')."
         )
         self.name = name
         self.suggestions = close
@@ -120,6 +131,12 @@ class CopyRequiredError(InteropError, BufferError):
             f"Cannot convert {what} without a copy (copy=False). Zero-copy converters refused:\n"
             f"{_listing(shown)}\nPass copy=None to allow a copy, or copy=True to force one."
         )
+
+
+class InvalidArrayError(InteropError, ValueError):
+    """A producer describes an array that cannot exist (a negative or overflowing shape, a
+    NULL pointer with data, memory past the exporter's length): refused before any framework
+    reads it, since frameworks crash on such input."""
 
 
 class ConversionError(InteropError, RuntimeError):

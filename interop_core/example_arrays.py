@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 from .specs import FrameworkSpec, TensorInfo
 
@@ -163,3 +163,65 @@ def make_example(spec: FrameworkSpec, shape: tuple[int, ...], dtype: str, layout
             f"{'aligned' if info.aligned else 'unaligned'}{hint}."
         )
     return x
+
+
+# -- arrays as ordinary code makes them (the doctor's rows beside the examples) ------------------
+
+#: Sizes in bytes of the ordinary float32 arrays the doctor measures.
+ORDINARY_NBYTES = (16, 4096, 1 << 20, 16 << 20)
+
+
+class OrdinaryRow(NamedTuple):
+    """A row of the doctor's matrix measured on arrays made the way user code makes them.
+
+    ``label`` equal to ``framework`` replaces that framework's row (its own example then
+    gets the row ``f"{framework}, 64-byte aligned"``); any other label is a row of its own.
+    """
+
+    label: str
+    framework: str
+    needs: tuple[str, ...]
+    what: str
+    build: Callable[[], list[Any]]
+
+
+def _numpy_arrays() -> list[Any]:
+    """``np.ones`` and ``np.random`` float32 arrays of each ``ORDINARY_NBYTES``."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = []
+    for nbytes in ORDINARY_NBYTES:
+        n = nbytes // 4
+        arrays += [np.ones(n, np.float32), rng.random(n, dtype=np.float32)]
+    return arrays
+
+
+def _from_numpy_tensors() -> list[Any]:
+    """``torch.from_numpy`` over fresh arrays of :func:`_numpy_arrays`."""
+    import torch
+
+    return [torch.from_numpy(a) for a in _numpy_arrays()]
+
+
+def _sizes() -> str:
+    names = [f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
+             for n in ORDINARY_NBYTES]  # fmt: skip
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+#: numpy's allocator gives no 64-byte alignment (JAX and TensorFlow share only aligned
+#: buffers), so what users get from numpy differs from what an aligned example shows.
+ORDINARY_ROWS = (
+    OrdinaryRow(
+        "numpy", "numpy", ("numpy",),
+        f"np.ones and np.random.default_rng().random float32 arrays of {_sizes()}, as user "
+        "code makes them",
+        _numpy_arrays,
+    ),
+    OrdinaryRow(
+        "torch.from_numpy", "torch", ("numpy", "torch"),
+        "torch tensors made by torch.from_numpy over such numpy arrays",
+        _from_numpy_tensors,
+    ),
+)  # fmt: skip

@@ -12,6 +12,10 @@ The key function reads exactly what the converters' predicates read (rule: the c
 faithful): the framework's ``key(x)``, or ``aligned_key(x)`` when the route turns on the
 64-byte alignment of the data. A route that turns on a global flag (JAX's x64) gets a
 runner guarded by the flag's value at planning time; other routes never read it.
+
+Entries keyed by a class made at run time (a class defined in a function, a MagicMock's)
+do not keep it alive and are bounded in number (:class:`~interop_core.detect.TypeTable`);
+classes their module names are keys themselves, so the warm lookup stays an identity test.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
+from .detect import TypeTable
 from .planner import Plan, Route, Runner, Search
 from .predicates import GlobalFlag
 from .specs import ConverterSpec, FrameworkSpec, PlanKey
@@ -46,7 +51,7 @@ class Slot(NamedTuple):
 class PlanCache:
     """Plans by request, loaded converter functions and converters excluded at run time."""
 
-    __slots__ = ("excluded", "fast", "loaded", "plain", "requests", "slots")
+    __slots__ = ("excluded", "fast", "loaded", "plain", "requests", "slots", "types")
 
     def __init__(self) -> None:
         #: The warm path for device=None, copy=None: target -> type -> (key function, runners
@@ -57,8 +62,8 @@ class PlanCache:
         #: (type, target name, device as asked, copy) -> Slot; shared by fast entries that
         #: name the target differently ("tf", "tensorflow", the module).
         self.slots: dict[tuple[Any, ...], Slot] = {}
-        #: Converters that failed with BufferError/NotImplementedError, per route key: the
-        #: planner leaves them out until the registry changes.
+        #: Converters that failed with BufferError/NotImplementedError, per route key: each
+        #: failure is warned about once (the route is re-planned for that object only).
         self.excluded: dict[RouteKey, frozenset[tuple[str, str]]] = {}
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
@@ -67,27 +72,32 @@ class PlanCache:
         self.requests: dict[
             tuple[RouteKey, tuple[str, ...], frozenset[str]], tuple[Route, Search]
         ] = {}
+        #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
+        #: is not kept alive by them, and only so many such classes are kept at once.
+        self.types = TypeTable()
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
         by_alignment: bool,
     ) -> None:  # fmt: skip
         """Cache ``plan`` for ``obj``'s key and point the warm-path entry at it."""
-        slot_key = (fast_key[0], target, fast_key[2], fast_key[3])
+        typ, target_given, device, copy = fast_key
+        slot_key = (typ, target, device, copy)
         slot = self.slots.get(slot_key)
         by_alignment = by_alignment and spec.aligned_key is not None
         if slot is None or (by_alignment and not slot.by_alignment):  # once by alignment, always
             keyfn = spec.aligned_key if by_alignment and spec.aligned_key else spec.key
-            slot = self.slots[slot_key] = Slot(keyfn, {}, {}, by_alignment)
+            slot = Slot(keyfn, {}, {}, by_alignment)
+            self.types.put(self.slots, typ, slot_key, slot)
         try:
             k = slot.keyfn(obj)
             slot.runners[k] = guarded(plan.run, plan.flags) if plan.flags else plan.run
             slot.plans[k] = plan
-            typ, target_given, device, copy = fast_key
+            entry = (slot.keyfn, slot.runners)
             if device is None and copy is None:
-                self.plain.setdefault(target_given, {})[typ] = (slot.keyfn, slot.runners)
+                self.types.put(self.plain.setdefault(target_given, {}), typ, typ, entry)
             else:
-                self.fast[fast_key] = (slot.keyfn, slot.runners)
+                self.types.put(self.fast, typ, fast_key, entry)
         except Exception:  # an unhashable or unreadable key: this object stays on the slow path
             pass
 
@@ -97,7 +107,7 @@ class PlanCache:
         return slot.plans.get(slot.keyfn(obj)) if slot is not None else None
 
     def exclude(self, key: RouteKey, edge: ConverterSpec) -> bool:
-        """Leave ``edge`` out of routes for ``key`` from now on; True when it is new."""
+        """Record that ``edge`` failed on a route for ``key``; True the first time."""
         ident = (edge.plugin, edge.name)
         known = self.excluded.get(key, frozenset())
         if ident in known:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from .errors import VARIANT, RefusedEdge
@@ -66,22 +66,105 @@ class Route(NamedTuple):
         """True when the result will share the input's memory (data pointers equal)."""
         return self.copies == 0
 
-    def __str__(self) -> str:
-        head = f"Route {self.source} -> {self.target}: "
+    def _outcome(self) -> str:
         if not self.steps:
-            head += "no conversion needed (the object is returned as it is)"
-        elif self.kind != ARRAY:
-            head += f"{self.kind} in {len(self.steps)} step(s)"
-        elif self.zero_copy:
-            head += f"zero-copy in {len(self.steps)} step(s)"
-        else:
-            head += f"{self.copies} copy(ies), {self.bytes_copied} bytes copied"
+            return "no conversion needed (the object is returned as it is)"
+        if self.kind != ARRAY:
+            return f"{self.kind} in {len(self.steps)} step(s)"
+        if self.zero_copy:
+            return f"zero-copy in {len(self.steps)} step(s)"
+        return f"{self.copies} copy(ies), {self.bytes_copied} bytes copied"
+
+    def summary(self) -> str:
+        """The route on one line: where from and to, what it copies, its converters."""
+        via = f", via {' then '.join(s.converter for s in self.steps)}" if self.steps else ""
+        return f"{self.source} -> {self.target}: {self._outcome()}{via}"
+
+    def __str__(self) -> str:
+        head = f"Route {self.source} -> {self.target}: {self._outcome()}"
         lines = [head, *(f"  {i}. {s}" for i, s in enumerate(self.steps, 1))]
         if self.copies and self.refused:
             lines.append("  why not zero-copy:")
             lines.extend(f"  {r}" for r in self.refused)
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+
+class RouteTree:
+    """What ``explain()`` gives for a container: its structure, ``tree``, with a Route at
+    each array leaf and None at other leaves.
+
+    Indexing, iteration, ``len()``, ``==`` and attributes reach ``tree`` (``r["a"]``,
+    ``r[0]``, ``r.items()``); ``routes`` maps each array leaf's path to its Route, and
+    ``str()`` gives one line per leaf.
+    """
+
+    __slots__ = ("tree",)
+
+    def __init__(self, tree: Any) -> None:
+        self.tree = tree
+
+    @property
+    def routes(self) -> dict[str, Route]:
+        """Each array leaf's path, as indexing spells it ("['a'][0]", ".field"), and its
+        Route, in the container's order."""
+        found: dict[str, Route] = {}
+        stack: list[tuple[str, Any]] = [("", self.tree)]
+        while stack:  # no recursion: containers may nest deeper than the stack allows
+            path, node = stack.pop()
+            items: list[tuple[str, Any]]
+            if isinstance(node, Route):  # a NamedTuple: before tuples
+                found[path] = node
+                continue
+            if isinstance(node, dict):
+                items = [(f"{path}[{k!r}]", v) for k, v in dict.items(node)]
+            elif isinstance(node, tuple) and hasattr(node, "_fields"):  # a namedtuple
+                items = [(f"{path}.{f}", v) for f, v in zip(node._fields, node, strict=False)]
+            elif isinstance(node, (list, tuple)):
+                items = [(f"{path}[{i}]", v) for i, v in enumerate(node)]
+            else:
+                continue
+            stack.extend(reversed(items))
+        return found
+
+    @property
+    def zero_copy(self) -> bool:
+        """True when every array leaf's result will share its memory."""
+        return all(r.zero_copy for r in self.routes.values())
+
+    def __str__(self) -> str:
+        routes = self.routes
+        copying = sum(not r.zero_copy for r in routes.values())
+        lines = [f"{len(routes)} array(s), {copying} of them copied:"]
+        lines += [f"  {path}: {route.summary()}" for path, route in routes.items()]
+        notes = dict.fromkeys(n for r in routes.values() for n in r.notes)
+        lines += [f"  note: {n}" for n in notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"RouteTree({self.tree!r})"
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.tree[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.tree)
+
+    def __len__(self) -> int:
+        return len(self.tree)
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self.tree
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self.tree == (other.tree if isinstance(other, RouteTree) else other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "tree":  # copy/pickle probes; an unset slot
+            raise AttributeError(name)
+        return getattr(self.tree, name)
 
 
 def node_name(key: PlanKey) -> str:
@@ -106,6 +189,10 @@ def advance(key: PlanKey, edge: ConverterSpec, goal: str, target: str = "") -> P
     device = key.device
     if edge.to_device is not None:  # a move lands on the goal's index when it goes there
         device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
+    elif edge.target not in (key.framework, ANY) and key.kind == ARRAY and device != "cpu":
+        # Host device indexes are each framework's own (JAX's cpu:3); CUDA ordinals are
+        # shared. An array crossing frameworks on the host lands on the target's "cpu".
+        device = device if device_kind(device) != "cpu" else "cpu"
     return PlanKey(
         target if edge.target == ANY else edge.target, device, key.dtype, layout, readonly,
         aligned, (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
@@ -278,6 +365,7 @@ def make_route(
     ))  # fmt: skip
     # The planner goes through the host between devices only when no route stays on them.
     ends = (device_kind(source.device), device_kind(device))
+    host_to_host = ends == ("cpu", "cpu")
     on_devices = source.kind == ARRAY and "cpu" not in ends
     if on_devices and any(device_kind(after.device) == "cpu" for _, _, after in path):
         notes += (
@@ -295,8 +383,9 @@ def make_route(
         refused=tuple(
             r for r in refused if r.edge in why_edges and not r.reason.startswith(VARIANT)
         )
-        # One copy between devices is the move itself: no refusal explains it.
-        if copies and not (copies == 1 and source.device != device)
+        # One copy between devices is the move itself: no refusal explains it (between
+        # host devices, which share memory, a move need not copy).
+        if copies and not (copies == 1 and source.device != device and not host_to_host)
         else (),
         notes=notes,
         refusals=tuple(refused),

@@ -63,6 +63,12 @@ class GlobalFlag:
     reason: str
 
 
+_WRITABLE_ALIAS = (
+    "the memory is read-only and the consumer cannot mark a result read-only: writes "
+    "through it would reach protected memory (or crash, for a read-only memory map)"
+)
+
+
 @dataclass(frozen=True)
 class Needs:
     """Conditions a converter needs of its input; calling it gives None or the refusal reason."""
@@ -77,7 +83,9 @@ class Needs:
     only_dtypes: frozenset[str] | None = None
     #: The consumer shares memory only with 64-byte aligned buffers (JAX on CPU).
     aligned: bool = False
-    #: The consumer would make read-only memory writable: refuse unless copy=False (rule 8).
+    #: The consumer cannot mark what it imports read-only, so sharing read-only memory
+    #: would let writes reach memory its owner protects (a bytes object; a read-only mmap,
+    #: where the write is a SIGSEGV): refused, whatever ``copy`` says (rule 8).
     writable: bool = False
     #: The producer cannot export read-only memory at all.
     no_readonly: bool = False
@@ -113,11 +121,8 @@ class Needs:
             return _UNALIGNED
         if self.no_readonly and key.readonly:
             return "the producer refuses to export read-only memory"
-        if self.writable and key.readonly and key.copy is not False:
-            return (
-                "the result would be a writable alias of read-only memory "
-                "(pass copy=False to accept that)"
-            )
+        if self.writable and key.readonly:
+            return _WRITABLE_ALIAS
         if self.extra is not None:
             return self.extra(key)
         return None

@@ -267,7 +267,7 @@ class Registry:
                 raise self._unknown(target.__name__, st)
             name = found[0]
         else:
-            raise UnknownFrameworkError(repr(target), st.names)
+            raise self._not_a_name(target, st)
         spec = st.frameworks[name]
         if not spec.target:
             raise UnknownFrameworkError(
@@ -281,6 +281,25 @@ class Registry:
                 spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
             )
         return spec
+
+    @staticmethod
+    def _not_a_name(target: Any, st: State) -> UnknownFrameworkError:
+        """The error for a target that is neither a name nor a module, without its repr (an
+        array's runs to pages); an array or function there means to()'s arguments are swapped."""
+        what = f"{type(target).__module__}.{type(target).__qualname__}"
+        targets = [n for n, f in st.names.items() if st.frameworks[f].target]
+        try:
+            convertible = st.detect(target) is not None or st.detect.kind(target) is not None
+        except Exception:  # an object that cannot even be looked up is no array either
+            convertible = False
+        why = (
+            "It is what to() converts: the arguments look swapped. to() takes the object "
+            "first, then the target: to(x, 'torch')."
+            if convertible
+            else "Pass a framework name such as 'torch', or the framework's module."
+        )
+        head = f"The target is a {what}, not a framework name."
+        return UnknownFrameworkError(what, targets, why, head=head)
 
     @staticmethod
     def _unknown(name: str, st: State) -> Exception:

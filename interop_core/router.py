@@ -74,8 +74,11 @@ class Request(NamedTuple):
 
     @property
     def opted_in(self) -> frozenset[str]:
-        """The options passed with a truthy value (they open ``opt_in`` edges)."""
-        return frozenset(name for name, value in self.options if value)
+        """The options passed with a value other than None or False (they open ``opt_in``
+        edges). Never ``bool(value)``: arrays and shape structs refuse to be truth-tested."""
+        return frozenset(
+            name for name, value in self.options if value is not None and value is not False
+        )
 
     @property
     def goal(self) -> str:
@@ -114,6 +117,22 @@ def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
         ) from exc
 
 
+def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
+    """What the route converts for ``obj``: its spec's snapshot (the producer asked once),
+    or ``obj`` itself; a producer's failure becomes an InteropError."""
+    if spec.snapshot is None:
+        return obj
+    try:
+        return spec.snapshot(obj)
+    except InteropError:
+        raise
+    except Exception as exc:
+        raise ConversionError(
+            f"Could not read the {spec.name} array a {type(obj).__name__} describes "
+            f"(plugin {spec.plugin!r}): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
 def request(
     obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
     copy: bool | None, options: Mapping[str, Any] | None = None,
@@ -121,14 +140,19 @@ def request(
     """Describe ``obj`` and record what is asked of it."""
     info = describe(source, obj)
     opts = tuple(sorted(options.items())) if options else ()
-    return Request(info, source, target, device or home(target, info.device), copy, opts)
+    goal = device or home(target, info.device, info.framework)
+    return Request(info, source, target, goal, copy, opts)
 
 
-def home(target: FrameworkSpec, here: Device) -> Device:
-    """Where ``device=None`` sends an array now on ``here``: it stays, unless ``target``
-    cannot hold arrays on that kind of device (numpy and a GPU): then its default kind."""
+def home(target: FrameworkSpec, here: Device, source: str = "") -> Device:
+    """Where ``device=None`` sends an array of framework ``source`` now on ``here``: it
+    stays, unless ``target`` cannot hold arrays on that kind of device (numpy and a GPU):
+    then its default kind. A host device's index is its framework's own (JAX's cpu:3 is
+    nothing to torch), so an array crossing to another framework lands on its "cpu"."""
     kinds = target.device_kinds
-    return here if not kinds or here.kind in kinds else Device(kinds[0])
+    if kinds and here.kind not in kinds:
+        return Device(kinds[0])
+    return CPU if here.kind == "cpu" and here.index and target.name != source else here
 
 
 def visible_devices(st: State, name: str) -> tuple[str, ...] | None:
@@ -183,8 +207,11 @@ def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
     return into or refused
 
 
-def find_route(st: State, req: Request) -> tuple[Route, Search]:
-    """The cheapest route for ``req`` and the search that found it; raises when there is none."""
+def find_route(
+    st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()
+) -> tuple[Route, Search]:
+    """The cheapest route for ``req`` and the search that found it, leaving out the
+    ``excluded`` (plugin, converter) pairs; raises when there is none."""
     info, target = req.info, req.target
     if req.kind == ARRAY and info.dtype not in target.dtypes and info.framework != target.name:
         reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
@@ -193,9 +220,8 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
             req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
         )
     start, goal = req.start, req.goal
-    if req.kind == ARRAY and device_kind(goal) != "cpu":
+    if req.kind == ARRAY and goal != "cpu":  # every framework holds host arrays on "cpu"
         _check_device(st, req, goal)
-    excluded = st.cache.excluded.get(req.route_key, frozenset())
     goal_kind, opted_in = req.result_kind, req.opted_in
     # An opt-in edge into the target that marks its result asks for such a result
     # (mesh=: a DTensor, not any torch tensor).
@@ -237,9 +263,22 @@ def find_route(st: State, req: Request) -> tuple[Route, Search]:
 
 
 def _check_device(st: State, req: Request, goal: str) -> None:
-    """The target must see the goal device (asked here, before any search, for a clear error)."""
+    """The target must see the goal device (asked here, before any search, for a clear
+    error). A host device no framework sees (cpu:99) is a DeviceError: no route helps."""
     target = req.target.name
     unseen = device_refusal(st, target, goal)
+    if device_kind(goal) == "cpu" and (unseen is not None or visible_devices(st, target) is None):
+        found = {n: visible_devices(st, n) for n in st.frameworks if st.installed.get(n)}
+        listed = {n: seen for n, seen in found.items() if seen is not None}
+        if listed and not any(goal in seen for seen in listed.values()):
+            from .api import DeviceError  # the public API sits above the router
+
+            lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
+            raise DeviceError(
+                f"device={goal!r}: no framework here has such a device.\nThe devices each "
+                f"sees: {lines}. (JAX makes several host devices only when started with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N.)"
+            )
     if unseen is None:
         return
     seen = visible_devices(st, target)
@@ -261,27 +300,45 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
         return
-    # The edges that take these options; when none does, every edge that takes any.
+    # The edges that take these options; when none does, every edge for such objects that
+    # takes any.
     takers = [e for e in st.declared if set(unknown) & set(e.options)] or [
-        e for e in st.declared if e.options
+        e for e in st.declared if e.options and e.kind == req.kind
     ]
-    listing = "; ".join(f"{e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers)
     route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
+    # A misspelt name is the usual cause: suggest the close names valid on this route.
+    import difflib
+
+    valid = {"device", "copy", "source", *taken, *opt_ins}
+    close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
+    guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
+    # The first line stays short; the listings follow, one item per line.
+    lines = [
+        f"Unknown option(s) {', '.join(unknown)} for the route {route}: "
+        + (guess if close else "no converter on it takes them."),
+        f"The route ({req.what()}) takes "
+        + (f"the options {', '.join(f'{n}=' for n in sorted(taken))}" if taken else "no options")
+        + "; to() itself takes device=, copy= and source=.",
+    ]
     # An edge that takes the option but was refused says why the route could not use it.
     wanting = {(e.name, e.plugin) for e in takers if set(unknown) & set(e.options)}
-    refused = [f"{r.converter} [{r.edge}]: {r.reason}" for r in found.refused
+    refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
                if (r.converter, r.plugin) in wanting]  # fmt: skip
-    why = f" Refused on this route: {'; '.join(refused)}." if refused else ""
-    raise OptionError(
-        f"Unknown option(s) {', '.join(unknown)} for the route {route} ({req.what()}): no "
-        f"converter on it takes them.{why} to() itself takes device=, copy= and source=. "
-        + (f"Options are taken by: {listing}." if listing else "No converter takes options.")
-    )
+    if refused:
+        lines += ["Refused on this route:", *refused]
+    if "dtype" not in unknown:  # options are no way to cast: say how to
+        lines.append(
+            "to() never casts: the result keeps the source's dtype unless dtype= is given."
+        )
+    listing = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers]
+    none = f"No converter takes options for {req.kind}s."
+    lines += ["Options are taken by:", *listing] if listing else [none]
+    raise OptionError("\n".join(lines))
 
 
-def plan(st: State, req: Request) -> Plan:
+def plan(st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:
     """The cheapest route for ``req``, bound to its functions; raises when there is none."""
-    return bind(st, req, *find_route(st, req))
+    return bind(st, req, *find_route(st, req, excluded))
 
 
 def bind(st: State, req: Request, route: Route, found: Search) -> Plan:
@@ -346,7 +403,25 @@ def explain_object(
     copy: bool | None, options: Mapping[str, Any] | None = None,
 ) -> Route:  # fmt: skip
     """The Route ``to()`` would take for ``obj``, without converting."""
+    if options and "dtype" in options:
+        return _explain_cast(st, obj, source, target, device, copy, options)
     return find_route(st, request(obj, source, target, device, copy, options))[0]
+
+
+def _explain_cast(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any],
+) -> Route:  # fmt: skip
+    """explain_object() with ``dtype=`` (a Cast, from api._prepare): the cast is a step of
+    its own around a route planned as for an array of the cast dtype."""
+    from .casting import explain_cast  # only calls with dtype= need it
+
+    rest = {k: v for k, v in options.items() if k != "dtype"}
+    req = request(obj, source, target, device, copy, rest)
+    return explain_cast(
+        req.info, source, target, copy, options["dtype"],
+        lambda info, c: find_route(st, req._replace(info=info, copy=c))[0],
+    )  # fmt: skip
 
 
 def convert(
@@ -378,22 +453,27 @@ def convert_object(st: State, obj: Any, req: Request) -> Any:
     return run(st, req, obj, bind(st, req, *found), None)
 
 
-def run(st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None) -> Any:
+def run(
+    st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None,
+    excluded: frozenset[tuple[str, str]] = frozenset(),
+) -> Any:  # fmt: skip
     """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
     try:
         return the_plan.run(obj)
     except Exception as exc:
-        return recover(st, req, obj, the_plan, exc, fast_key)
+        return recover(st, req, obj, the_plan, exc, fast_key, excluded)
 
 
 def recover(
-    st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception, fast_key: FastKey | None
-) -> Any:
+    st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception,
+    fast_key: FastKey | None, excluded: frozenset[tuple[str, str]] = frozenset(),
+) -> Any:  # fmt: skip
     """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
 
-    BufferError/NotImplementedError: the converter is excluded for this request until the
-    registry changes (warned once) and the route re-planned; an InteropError raised on
-    purpose by a converter passes through; anything else is a ConversionError.
+    BufferError/NotImplementedError: the route is re-planned without that converter for
+    this object only (warned once per route): one object's refusal never changes the route
+    of another, so the cache keeps the plan. An InteropError raised on purpose by a
+    converter passes through; anything else is a ConversionError.
     """
     edge, error = the_plan.failed_step(exc)
     if isinstance(error, InteropError):
@@ -402,19 +482,19 @@ def recover(
         raise ConversionError(_failure(edge, req, error)) from error
     if st.cache.exclude(req.route_key, edge):
         warnings.warn(
-            _failure(edge, req, error) + " It is left out of this route from now on.",
+            _failure(edge, req, error) + " It is left out of the route for this object "
+            "(other objects still try it; this warning is given once).",
             PluginWarning,
             stacklevel=5,
         )
+    excluded = excluded | {(edge.plugin, edge.name)}
     try:
-        again = plan(st, req)
+        again = plan(st, req, excluded)
     except InteropError as no_route:
         raise ConversionError(
             _failure(edge, req, error) + f" Without it there is no route: {no_route}"
         ) from error
-    if fast_key is not None:
-        _store(st, obj, req, again, fast_key)
-    return run(st, req, obj, again, fast_key)
+    return run(st, req, obj, again, None, excluded)
 
 
 def warm_failure(

@@ -59,16 +59,26 @@ class Device:
     kind: str = "cpu"
     index: int = 0
 
+    #: How a device is written, for messages.
+    SPELLINGS = "'cpu', 'cpu:N', 'cuda', 'cuda:N'"
+
     @classmethod
     def parse(cls, spec: str) -> Device:
-        """Parse "cpu", "cuda", "cuda:1" (case-insensitive; "gpu" as JAX says it is "cuda")."""
-        kind, _, index = spec.strip().lower().partition(":")
-        if not kind or (index and not index.isdigit()):
-            raise ValueError(f"cannot parse device {spec!r}; expected 'cpu', 'cuda' or 'cuda:N'")
+        """Parse "cpu", "cpu:2", "cuda", "cuda:1": a kind of letters, then ":" and an index
+        (case-insensitive; "gpu", as JAX says it, is "cuda"). "cpu" is "cpu:0"."""
+        kind, colon, index = spec.strip().lower().partition(":")
+        if not (kind.isascii() and kind.isalpha()) or (
+            colon and not (index.isascii() and index.isdigit())
+        ):
+            raise ValueError(f"{spec!r} is not a device; write one of {cls.SPELLINGS}")
         return cls("cuda" if kind == "gpu" else kind, int(index) if index else 0)
 
     def __str__(self) -> str:
-        return self.kind if self.kind == "cpu" else f"{self.kind}:{self.index}"
+        # The host's first device is plain "cpu"; other host devices keep their index
+        # (JAX can have several: --xla_force_host_platform_device_count).
+        if self.kind == "cpu" and not self.index:
+            return "cpu"
+        return f"{self.kind}:{self.index}"
 
 
 CPU = Device()
@@ -233,7 +243,17 @@ class FrameworkSpec:
     protocol: str = ""
     #: How users build an array of this framework from Python values (advice in errors).
     constructor: str = ""
+    #: For producers that may answer differently each time they are asked (the array
+    #: protocols): asks ``obj`` once and returns a stable object holding that answer
+    #: (returning it unchanged when it is one already). The router describes, keys and
+    #: converts the snapshot, never ``obj`` again, so what was described is exactly what is
+    #: converted; the warm path keys by the snapshot's type.
+    snapshot: Callable[[Any], Any] | None = None
     plugin: str = field(default="", compare=False)
+    #: ``astype(x, dtype)``: a copy of ``x`` cast to canonical ``dtype`` (one of ``dtypes``),
+    #: C-contiguous, writable and 64-byte aligned, on ``x``'s device; raises when the
+    #: framework cannot make it. Only ``to(..., dtype=)`` calls it; None: no casts here.
+    astype: Callable[[Any, str], Any] | None = None
 
     @property
     def import_name(self) -> str:

@@ -1,6 +1,7 @@
 """Helpers for tests of interop_core and of third-party plugins.
 
-- ``isolated_registry()`` installs a fresh registry as the default for a ``with`` block;
+- ``isolated_registry()`` makes a fresh registry the default for a ``with`` block, in the
+  current thread (or asyncio task) only;
   ``spec_of()``, ``framework_of()``, ``data_ptr()`` and ``shares_memory()`` read through
   the framework specs.
 - :func:`independent_data_ptr` and :func:`protocol_view` read an object's memory through a
@@ -49,7 +50,12 @@ __all__ = [
 def isolated_registry(
     *plugins: Any, builtins: bool = False, entry_points: bool = False
 ) -> Iterator[Registry]:
-    """A fresh Registry with only ``plugins`` (and the built-ins if asked) as the default."""
+    """A fresh Registry with only ``plugins`` (and the built-ins if asked) as the default.
+
+    It is the default in this thread (or asyncio task) only, so tests in other threads
+    keep theirs: threads started in the block run their target in
+    ``contextvars.copy_context()`` to use it too.
+    """
     reg = Registry(builtins=builtins, entry_points=entry_points)
     for plugin in plugins:
         reg.register(plugin)
@@ -104,4 +110,4 @@ def process_group_rank(rank: int, world: int, jax_port: int, torch_port: int) ->
         os._exit(1)
     dist.barrier()
     dist.destroy_process_group()
-    jax.distributed.shutdown()
+    jax.distributed.shutdown()  # type: ignore[no-untyped-call]  # untyped in jax 0.10

@@ -77,6 +77,15 @@ def parse_device(device: Any) -> Device | None:
     return None
 
 
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``): a C-contiguous copy on its
+    device, made with that device current (CuPy runs on the current device's stream)."""
+    import cupy
+
+    with cupy.cuda.Device(x.data.device_id):
+        return x.astype(dtype, order="C")
+
+
 def _devices() -> list[str]:
     import cupy
 
@@ -171,6 +180,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cuda",),
             parse_device=parse_device,
             constructor="cupy.asarray",
+            astype=astype,
         )
     ]
 

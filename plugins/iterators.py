@@ -50,6 +50,9 @@ class Batches:
     def __len__(self) -> int:
         return len(self.source)  # type: ignore[arg-type]
 
+    def __bool__(self) -> bool:
+        return True  # not len() != 0: an iterator is true, whether its source has a length
+
     def reset(self) -> None:
         """Reset the source (DALI iterators: start the next epoch)."""
         self.source.reset()  # type: ignore[attr-defined]
@@ -61,9 +64,11 @@ class Batches:
 def each_batch(batches: Iterable[Any], ctx: CallContext) -> Batches:
     """The converter: wrap ``batches`` so each is converted to the target when pulled."""
     to, target, device, copy = ctx.to, ctx.target, ctx.device, ctx.copy
+    # dtype= (a Cast, read once by to()) casts the arrays of each batch.
+    cast = {} if ctx.option("dtype") is None else {"dtype": ctx.option("dtype")}
 
     def convert(batch: Any) -> Any:
-        return to(batch, target, device=device, copy=copy)
+        return to(batch, target, device=device, copy=copy, **cast)
 
     return Batches(batches, convert)
 
@@ -101,7 +106,8 @@ def interop_converters() -> list[ConverterSpec]:
             context=True,
             rerun=False,
             cost=2.0,
+            options=("dtype",),
             note="each batch is converted when it is pulled, by its own route "
-            "(explain(batch, target) shows it); copy= applies to every batch",
+            "(explain(batch, target) shows it); copy= and dtype= apply to every batch",
         )
     ]

@@ -22,18 +22,20 @@ X64 = GlobalFlag(
     read=x64_enabled,
     dtypes=frozenset({"int64", "uint64", "float64", "complex128"}),
     reason=(
-        "jax_enable_x64 is off, so JAX would silently narrow {dtype} to 32 bits; enable it "
-        "(jax.config.update('jax_enable_x64', True)) or cast the array first"
+        "jax_enable_x64 is off, so JAX would silently narrow {dtype} to 32 bits; pass dtype= "
+        "to cast it first (e.g. to(x, 'jax', dtype={{'int64': 'int32', 'float64': "
+        "'float32'}})) or enable x64 (jax.config.update('jax_enable_x64', True))"
     ),
 )
 
 
 def as_device(d: Any) -> Device:
-    """A jax device as a Device. JAX's "gpu" platform is our "cuda", indexed by the CUDA
-    ordinal (``local_hardware_id``, torch's and CuPy's index), not by JAX's global id."""
-    if d.platform == "gpu":
-        return Device("cuda", int(d.local_hardware_id))
-    return Device(d.platform, int(d.id))
+    """A jax device as a Device, indexed by ``local_hardware_id``, not JAX's global id:
+    JAX's "gpu" platform is our "cuda" with the CUDA ordinal (torch's and CuPy's index);
+    "cpu:N" is this process's N-th host device (``jax.local_devices(backend="cpu")[N]``)."""
+    index = d.local_hardware_id
+    kind = "cuda" if d.platform == "gpu" else d.platform
+    return Device(kind, int(index if index is not None else d.id))
 
 
 def parse_device(device: Any) -> Device | None:
@@ -116,9 +118,27 @@ def example(data: Any, dtype: str) -> Any:
     return jnp.asarray(data, dtype=dtype)
 
 
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``); a sharded array keeps its
+    sharding. A 64-bit dtype without x64 is refused: JAX would make a 32-bit array."""
+    import jax.numpy as jnp
+
+    if dtype in X64.dtypes and not X64.read():
+        raise ValueError(X64.reason.format(dtype=dtype))
+    return x.astype(getattr(jnp, dtype))
+
+
 def _devices() -> list[str]:
     # jax.devices() lists the default backend's only: the host is there beside a GPU.
-    return ["cpu", *(str(as_device(d)) for d in gpus())]
+    # Several host devices exist with XLA_FLAGS=--xla_force_host_platform_device_count=N.
+    return [str(as_device(d)) for d in (*hosts(), *gpus())]
+
+
+def hosts() -> list[Any]:
+    """This process's JAX host (CPU) devices, in index order ("cpu", "cpu:1", ...)."""
+    import jax
+
+    return sorted(jax.local_devices(backend="cpu"), key=lambda d: as_device(d).index)
 
 
 def gpus() -> list[Any]:
@@ -160,15 +180,59 @@ def _load_to_gpu() -> Any:
 def _load_to_cpu() -> Any:
     import jax
 
-    host = jax.devices("cpu")[0]
+    by_index = {as_device(d).index: d for d in hosts()}  # fixed once JAX has started
 
     def put(x: Any, device: Device) -> Any:
-        return jax.device_put(x, host)
+        # From a GPU, or between host devices: JAX copies the buffer in both cases.
+        return jax.device_put(x, by_index[device.index])
+
+    return put
+
+
+def _load_share_on_host() -> Any:
+    import jax
+    import numpy as np
+
+    by_index = {as_device(d).index: d for d in hosts()}
+
+    def put(x: Any, device: Device) -> Any:
+        # np.asarray is a read-only view of x's host buffer, which jax.device_put shares
+        # on any host device (JAX's own device_put of x copies). Both arrays are immutable
+        # and donating either never writes the shared buffer.
+        return jax.device_put(np.asarray(x), by_index[device.index])
+
+    return put
+
+
+def _load_numpy_to_host() -> Any:
+    import jax
+
+    by_index = {as_device(d).index: d for d in hosts()}
+
+    def put(x: Any, device: Device) -> Any:
+        # On the host, jax.device_put shares an aligned C-contiguous numpy buffer on any
+        # host device (jax.dlpack.from_dlpack places it on the first one only).
+        return jax.device_put(x, by_index[device.index])
 
     return put
 
 
 _PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}))
+
+#: A single-device array whose host buffer jax.device_put can share on another host device
+#: (a 64-bit one only while x64 is on: device_put would narrow it).
+_HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer"}), flag=X64)
+
+#: What jax.device_put shares rather than copies: a C-contiguous, 64-byte aligned numpy
+#: buffer. Read-only memory stays out, as on the DLPack edge (rule 8): the JAX array would
+#: reach torch later as a writable alias of memory its owner protects.
+_NUMPY_SHARED = Needs(
+    layouts=frozenset({"C"}),
+    layout_reason="jax.device_put shares only C-contiguous buffers",
+    aligned=True,
+    flag=X64,
+    extra=lambda key: "the buffer is read-only" if key.readonly else None,
+)
 
 
 @hookimpl
@@ -190,6 +254,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="jax.numpy.asarray",
+            astype=astype,
         )
     ]
 
@@ -228,7 +293,31 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_to_cpu,
             zero_copy=False,
             accepts=_PLAIN,
-            devices=frozenset({"cuda"}),
+            # From a GPU, and between host devices (cpu:3 -> cpu:1).
+            devices=frozenset({"cpu", "cuda"}),
+            to_device="cpu",
+            cost=MOVE_COST,
+        ),
+        # Between host devices, sharing the buffer (cpu:3 -> cpu:1).
+        ConverterSpec(
+            name="jax.device_put(np.asarray)",
+            source="jax",
+            target="jax",
+            load=_load_share_on_host,
+            zero_copy=True,
+            accepts=_HOST_SHARED,
+            to_device="cpu",
+            cost=MOVE_COST,
+        ),
+        # numpy -> a JAX host device other than the first (the DLPack edges land on that
+        # one); the planner takes it only for "cpu:N", a move to where the array is not.
+        ConverterSpec(
+            name="jax.device_put(numpy)",
+            source="numpy",
+            target="jax",
+            load=_load_numpy_to_host,
+            zero_copy=True,
+            accepts=_NUMPY_SHARED,
             to_device="cpu",
             cost=MOVE_COST,
         ),

@@ -145,6 +145,19 @@ def aligned_copy(x: Any) -> Any:
     return out
 
 
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``): a C-contiguous, 64-byte
+    aligned copy; a masked array stays masked and a numpy scalar a scalar."""
+    import numpy as np
+
+    target = numpy_dtype(dtype)
+    if isinstance(x, (np.ma.MaskedArray, np.generic)):
+        return x.astype(target)
+    out = aligned_empty(x.shape, target)
+    np.copyto(out, x, casting="unsafe")  # the user asked for this cast: any kind is allowed
+    return out
+
+
 def _devices() -> list[str]:
     return ["cpu"]
 
@@ -194,6 +207,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             devices=_devices,
             device_kinds=("cpu",),
             constructor="numpy.asarray",
+            astype=astype,
         ),
         FrameworkSpec(
             name="numpy.generic",
@@ -205,6 +219,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             dtypes=frozenset(DTYPES),
             distribution="numpy",
             target=False,
+            astype=astype,
         ),
     ]
 

@@ -13,13 +13,22 @@ Each protocol is a source-only node of the route graph (``target=False``, detect
 5. ``array_like``: ``__array__``, through numpy; last, because only calling it tells
    whether it copies.
 
-A protocol producer may copy where a framework would not: PIL builds a new buffer on each
-``__array_interface__`` access, a mixed-dtype pandas DataFrame a new array on each
-``__array__`` call. ``describe`` finds out by asking twice (two results at different
-addresses are copies) and flags the object ``fresh``; the edges come in a zero-copy variant
-and copy variants chosen by that flag, so ``explain()`` tells the truth and ``copy=True``
-never shares memory. Asking twice is the cost of being right: ``describe`` and ``key`` of
-those two protocols call the producer twice.
+A producer is asked exactly once per conversion. Its answer may change between calls (a
+hostile or buggy producer can describe an aligned int32 buffer, then hand over an unaligned
+int64 one; PIL builds a new buffer on each ``__array_interface__`` access), and frameworks
+crash on what they did not expect. So each protocol's ``snapshot`` asks once and holds the
+answer in an object of this module (a :class:`DLPackSnapshot` with its one capsule, an
+:class:`InterfaceSnapshot` with its one dict, a ``memoryview``, an
+:class:`ArrayLikeSnapshot` with the one array ``__array__`` gave); the router describes,
+checks and converts that object, never the producer again. What a producer declares is
+checked (:func:`interop_core.buffers.check_memory`) before any framework sees it.
+
+A producer may copy where a framework would not (PIL, a mixed-dtype pandas DataFrame that
+builds a new array on each ``__array__`` call). The snapshot tells from the one answer: the
+memory is new when nothing but the answer refers to the object that owns it (reference
+counts), and the object is flagged ``fresh``; the edges come in a zero-copy variant and copy
+variants chosen by that flag, so ``explain()`` tells the truth and ``copy=True`` never shares
+memory.
 
 scipy.sparse matrices are claimed too, only to say what to do instead (``.toarray()``).
 """
@@ -34,6 +43,7 @@ from interop_core import (
     ConverterSpec,
     Device,
     FrameworkSpec,
+    InvalidArrayError,
     NotAnArrayError,
     TensorInfo,
     hookimpl,
@@ -41,10 +51,10 @@ from interop_core import (
 from interop_core.buffers import (
     DLPackInfo,
     InterfaceInfo,
+    export_capsule,
     has_buffer,
-    interface_data,
     read_buffer,
-    read_dlpack,
+    read_capsule,
     read_interface,
 )
 from interop_core.errors import VARIANT
@@ -63,6 +73,9 @@ LEGACY = "legacy_dlpack"
 #: Flag: C-contiguous, but size-1 dims carry strides other than the row-major ones (JAX
 #: would import those as a column-major layout that later exports copy).
 ODD_STRIDES = "odd_unit_strides"
+#: Flag: the DLPack capsule names no deleter (the spec allows it); JAX aborts the
+#: interpreter when it frees an array imported from one, so JAX never takes such a capsule.
+NO_DELETER = "no_dlpack_deleter"
 
 _ML = frozenset(ML_DTYPES)
 _NOT_NEGATIVE = frozenset({"C", "F", "strided", "broadcast"})
@@ -148,8 +161,39 @@ def _speaks_dlpack(obj: Any) -> bool:
     return hasattr(cls, "__dlpack__") and hasattr(cls, "__dlpack_device__") and _plain(obj)
 
 
-def _dl_describe(x: Any) -> tuple[TensorInfo, int]:
-    info = read_dlpack(x)  # the capsule is dropped unconsumed: it frees itself
+class DLPackSnapshot:
+    """The one capsule a DLPack producer exported, and what its DLTensor says.
+
+    Consumers call ``__dlpack__`` on it as on any producer and get that capsule (once: a
+    capsule is consumed by its importer); ``__dlpack_device__`` answers from the capsule.
+    """
+
+    __slots__ = ("_capsule", "address", "described", "device", "owner")
+
+    def __init__(self, capsule: Any, info: DLPackInfo, described: TensorInfo, owner: Any):
+        self._capsule = capsule
+        self.address = info.address
+        self.described = described
+        self.device = (info.device_type, info.device.index)
+        #: The producer, kept alive while the capsule may point into it.
+        self.owner = owner
+
+    def __dlpack__(self, **_: Any) -> Any:
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise BufferError("this DLPack snapshot's capsule was consumed already")
+        return capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self.device
+
+
+def snapshot_dlpack(x: Any) -> DLPackSnapshot:
+    """Export one capsule of ``x`` (versioned when it can), check and describe it."""
+    if isinstance(x, DLPackSnapshot):
+        return x
+    capsule = export_capsule(x)
+    info = read_capsule(capsule)
     dtype = _dl_dtype(info)
     itemsize = _itemsize(dtype, info.itemsize)
     canonical = c_strides(info.shape, itemsize)
@@ -160,6 +204,8 @@ def _dl_describe(x: Any) -> tuple[TensorInfo, int]:
         flags.add(ODD_STRIDES)
     if info.legacy:
         flags.add(LEGACY)
+    if not info.has_deleter:
+        flags.add(NO_DELETER)
     described = TensorInfo(
         framework="dlpack",
         dtype=dtype,
@@ -170,22 +216,22 @@ def _dl_describe(x: Any) -> tuple[TensorInfo, int]:
         aligned=info.address % ALIGNMENT == 0,
         flags=frozenset(flags),
     )
-    return described, info.address
+    return DLPackSnapshot(capsule, info, described, x)
 
 
 def describe_dlpack(x: Any) -> TensorInfo:
     """Describe a DLPack producer from the DLTensor of one exported capsule."""
-    return _dl_describe(x)[0]
+    return snapshot_dlpack(x).described
 
 
 def dlpack_key(x: Any) -> Any:
-    """Warm-path key: the whole PlanKey (an export per call; alignment included)."""
-    return _dl_describe(x)[0].plan_key()
+    """Warm-path key: the whole PlanKey (read from the snapshot)."""
+    return snapshot_dlpack(x).described.plan_key()
 
 
 def dlpack_ptr(x: Any) -> int:
     """Address of the first element (data + byte_offset of an exported capsule)."""
-    return _dl_describe(x)[1]
+    return snapshot_dlpack(x).address
 
 
 def _load_np_from_dlpack() -> Any:
@@ -212,7 +258,7 @@ def _load_tf_from_dlpack() -> Any:
     from_dlpack = tf.experimental.dlpack.from_dlpack
 
     def convert(x: Any) -> Any:
-        return from_dlpack(x.__dlpack__())  # TF's importer takes only legacy capsules
+        return from_dlpack(x.__dlpack__())  # the snapshot's (legacy) capsule
 
     return convert
 
@@ -222,6 +268,27 @@ _NP_ML = "numpy cannot import bfloat16/float8 through DLPack"
 
 def _versioned(key: PlanKey) -> str | None:
     return f"{VARIANT} versioned (DLPack 1.x) capsules" if LEGACY in key.flags else None
+
+
+_LEGACY_ONLY = "{} imports only legacy (pre-1.0) capsules; numpy or torch takes this one first"
+_NO_DELETER = (
+    "the capsule names no deleter: JAX aborts the interpreter when it frees such an array, "
+    "so numpy or torch takes it first"
+)
+
+
+def _legacy_only(consumer: str) -> Callable[[PlanKey], str | None]:
+    """JAX and TF import only legacy capsules (and JAX never one without a deleter)."""
+    reason = _LEGACY_ONLY.format(consumer)
+
+    def accepts(key: PlanKey) -> str | None:
+        if LEGACY not in key.flags:
+            return reason
+        if consumer == "JAX":
+            return _NO_DELETER if NO_DELETER in key.flags else _canonical_strides(key)
+        return None
+
+    return accepts
 
 
 def _canonical_strides(key: PlanKey) -> str | None:
@@ -260,20 +327,68 @@ def _cuda_device(x: Any) -> Device:
     return Device("cuda", index if isinstance(index, int) else 0)
 
 
+class InterfaceSnapshot:
+    """The one ``__array_interface__`` (or ``__cuda_array_interface__``) dict a producer
+    gave, its memory resolved to an object that stays put, and what it says."""
+
+    __slots__ = ("address", "described", "device", "interface", "owner")
+
+    def __init__(
+        self, interface: dict[str, Any], address: int, described: TensorInfo, owner: Any,
+        device: Any = None,
+    ) -> None:  # fmt: skip
+        self.interface = interface
+        self.address = address
+        self.described = described
+        self.owner = owner
+        self.device = device
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        if self.described.framework != "array_interface":
+            raise AttributeError("__array_interface__")
+        return self.interface
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if self.described.framework != "cuda_array_interface":
+            raise AttributeError("__cuda_array_interface__")
+        return self.interface
+
+
+class _CudaDevice:
+    """The device index a CUDA producer gave (CuPy's ``.device.id``), read once."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, index: int) -> None:
+        self.id = index
+
+
+def snapshot_cai(x: Any) -> InterfaceSnapshot:
+    """Read ``x.__cuda_array_interface__`` once, check and describe it."""
+    if isinstance(x, InterfaceSnapshot):
+        return x
+    d = _interface_dict(x, "__cuda_array_interface__")
+    info = read_interface(d)
+    device = _cuda_device(x)
+    described = _interface_info("cuda_array_interface", info, device)
+    return InterfaceSnapshot(d, info.address, described, x, _CudaDevice(device.index))
+
+
 def describe_cai(x: Any) -> TensorInfo:
     """Describe a ``__cuda_array_interface__`` object from its dict (no framework needed)."""
-    info = read_interface(x.__cuda_array_interface__)
-    return _interface_info("cuda_array_interface", info, _cuda_device(x))
+    return snapshot_cai(x).described
 
 
 def cai_key(x: Any) -> Any:
     """Warm-path key: the whole PlanKey."""
-    return describe_cai(x).plan_key()
+    return snapshot_cai(x).described.plan_key()
 
 
 def cai_ptr(x: Any) -> int:
     """The device pointer of the first element."""
-    return int(x.__cuda_array_interface__["data"][0])
+    return snapshot_cai(x).address
 
 
 def _load_torch_from_cai() -> Any:
@@ -302,60 +417,70 @@ def _speaks_array_interface(obj: Any) -> bool:
     return _has(obj, "__array_interface__")
 
 
-def _ai_describe(x: Any) -> tuple[TensorInfo, int]:
-    first = x.__array_interface__
-    info = read_interface(first, x)
-    fresh = False
-    if first.get("data") is not None:
-        # Ask again while the first answer is alive: a producer that builds a new buffer
-        # per access (PIL's tobytes()) answers with another address.
-        second = x.__array_interface__
-        fresh = interface_data(second, x)[0] != info.address
-        del second
+def _interface_dict(x: Any, attr: str) -> dict[str, Any]:
+    d = getattr(x, attr)
+    if not isinstance(d, dict):
+        raise InvalidArrayError(
+            f"{type(x).__name__}.{attr} is a {type(d).__name__}, not a dict: it describes no array."
+        )
+    return d
+
+
+def _only_held_here(obj: Any, others: int) -> bool:
+    """Whether nothing holds ``obj`` but the caller's name for it and ``others`` references."""
+    # getrefcount counts the caller's name, this function's parameter and its own argument.
+    return sys.getrefcount(obj) <= others + 3
+
+
+def snapshot_array_interface(x: Any) -> InterfaceSnapshot:
+    """Read ``x.__array_interface__`` once, check and describe it.
+
+    The memory stays what that one dict names: a buffer the object exports itself
+    (``data`` None) is held as a memoryview, exported once.
+    """
+    if isinstance(x, InterfaceSnapshot):
+        return x
+    d = _interface_dict(x, "__array_interface__")
+    data = d.get("data")
+    # New memory: a buffer object that only this dict, itself held by no one but us, holds
+    # (PIL builds both on every access). A producer that keeps either shares its memory.
+    fresh = (
+        data is not None and not isinstance(data, tuple) and _only_held_here(d, 0)
+        and _only_held_here(data, 1)
+    )  # fmt: skip
+    if data is None:
+        d = {**d, "data": memoryview(x)}
+    del data
+    info = read_interface(d)
     flags = frozenset({FRESH}) if fresh else frozenset()
-    return _interface_info("array_interface", info, CPU, flags), info.address
+    described = _interface_info("array_interface", info, CPU, flags)
+    return InterfaceSnapshot(d, info.address, described, x)
 
 
 def describe_array_interface(x: Any) -> TensorInfo:
-    """Describe an ``__array_interface__`` object from its dict (asked twice: see module)."""
-    return _ai_describe(x)[0]
+    """Describe an ``__array_interface__`` object from its dict (asked once)."""
+    return snapshot_array_interface(x).described
 
 
 def array_interface_key(x: Any) -> Any:
     """Warm-path key: the whole PlanKey."""
-    return _ai_describe(x)[0].plan_key()
+    return snapshot_array_interface(x).described.plan_key()
 
 
 def array_interface_ptr(x: Any) -> int:
-    """Address of the first element; TypeError when every access makes a new buffer."""
-    info, address = _ai_describe(x)
-    if FRESH in info.flags:
+    """Address of the first element; TypeError when the dict's memory is new each time."""
+    snap = snapshot_array_interface(x)
+    if FRESH in snap.described.flags:
         raise TypeError("the object builds a new buffer on every access: no stable address")
-    return address
-
-
-class _Interface:
-    """Carries an interface dict to numpy, keeping the object that owns the memory alive."""
-
-    def __init__(self, d: dict[str, Any], owner: Any) -> None:
-        self.__array_interface__ = d
-        self.owner = owner
+    return snap.address
 
 
 def _load_asarray_interface() -> Any:
     import numpy as np
 
-    asarray = np.asarray
-
-    def convert(x: Any) -> Any:
-        # numpy prefers an object's buffer protocol to its __array_interface__; handing it
-        # the dict alone makes it read what was described, whatever else the object speaks.
-        d = x.__array_interface__
-        if d.get("data") is None:  # the object itself exposes the buffer
-            d = {**d, "data": x}
-        return asarray(_Interface(d, x))
-
-    return convert
+    # The snapshot speaks only __array_interface__, so numpy reads exactly the dict that
+    # was described; the array keeps the snapshot (and so the memory) alive.
+    return np.asarray
 
 
 # -- 4. the buffer protocol -------------------------------------------------------------------
@@ -366,6 +491,11 @@ def _speaks_buffer(obj: Any) -> bool:
     # so it must not depend on one object's state (a closed mmap, a released memoryview),
     # and asking exports nothing.
     return _plain(obj) and has_buffer(obj)
+
+
+def snapshot_buffer(x: Any) -> memoryview:
+    """One buffer export of ``x``, held as a memoryview (what is described and converted)."""
+    return x if type(x) is memoryview else memoryview(x)
 
 
 def describe_buffer(x: Any) -> TensorInfo:
@@ -396,12 +526,7 @@ def buffer_ptr(x: Any) -> int:
 def _load_asarray_buffer() -> Any:
     import numpy as np
 
-    asarray = np.asarray
-
-    def convert(x: Any) -> Any:
-        return asarray(memoryview(x))  # the view keeps the export (and so x) alive
-
-    return convert
+    return np.asarray  # the snapshot is a memoryview: it keeps the export (and x) alive
 
 
 # -- 5. __array__ -------------------------------------------------------------------------------
@@ -411,37 +536,65 @@ def _speaks_array(obj: Any) -> bool:
     return hasattr(type(obj), "__array__") and _plain(obj)
 
 
-def _al_describe(x: Any) -> tuple[TensorInfo, int]:
+class ArrayLikeSnapshot:
+    """The one numpy array ``__array__`` returned, and whether it is new memory."""
+
+    __slots__ = ("array", "described", "owner")
+
+    def __init__(self, array: Any, described: TensorInfo, owner: Any) -> None:
+        self.array = array
+        self.described = described
+        self.owner = owner
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        return self.array
+
+
+def _new_memory(array: Any) -> bool:
+    """Whether ``array`` (just returned by ``__array__``) and every base it rests on are
+    held by nothing else: then no one else can see its memory."""
     import numpy as np
 
-    first = np.asarray(x)
-    address = int(first.ctypes.data)
-    # Only calling __array__ tells whether it copies: two calls that share memory return
-    # the object's own memory (a pandas Series); two that do not, a new array each time
-    # (a mixed-dtype DataFrame). Both arrays are alive, so their addresses cannot collide.
-    fresh = int(np.asarray(x).ctypes.data) != address
-    described = describe_ndarray(first)._replace(
+    if not _only_held_here(array, 1):  # the caller's name for it, and ours
+        return False
+    base = array.base
+    while base is not None:
+        if not _only_held_here(base, 1):  # the array below it holds it, and our name
+            return False
+        base = base.base if isinstance(base, np.ndarray) else None
+    return True
+
+
+def snapshot_array_like(x: Any) -> ArrayLikeSnapshot:
+    """Call ``x.__array__`` once (through numpy) and describe what it returned."""
+    if isinstance(x, ArrayLikeSnapshot):
+        return x
+    import numpy as np
+
+    array = np.asarray(x)
+    fresh = _new_memory(array)
+    described = describe_ndarray(array)._replace(
         framework="array_like", flags=frozenset({FRESH}) if fresh else frozenset()
     )
-    return described, address
+    return ArrayLikeSnapshot(array, described, x)
 
 
 def describe_array_like(x: Any) -> TensorInfo:
-    """Describe an ``__array__`` object (calls it twice: see module)."""
-    return _al_describe(x)[0]
+    """Describe an ``__array__`` object (called once)."""
+    return snapshot_array_like(x).described
 
 
 def array_like_key(x: Any) -> Any:
-    """Warm-path key: the whole PlanKey (two ``__array__`` calls)."""
-    return _al_describe(x)[0].plan_key()
+    """Warm-path key: the whole PlanKey."""
+    return snapshot_array_like(x).described.plan_key()
 
 
 def array_like_ptr(x: Any) -> int:
     """Address of the first element; TypeError when ``__array__`` copies on every call."""
-    info, address = _al_describe(x)
-    if FRESH in info.flags:
+    snap = snapshot_array_like(x)
+    if FRESH in snap.described.flags:
         raise TypeError("__array__ makes a new array on every call: no stable address")
-    return address
+    return int(snap.array.ctypes.data)
 
 
 def _load_asarray() -> Any:
@@ -589,29 +742,30 @@ def interop_frameworks() -> list[FrameworkSpec]:
         ),
         FrameworkSpec(
             name="dlpack", array_types=(), describe=describe_dlpack, key=dlpack_key,
-            data_ptr=dlpack_ptr, claims=_speaks_dlpack,
+            snapshot=snapshot_dlpack, data_ptr=dlpack_ptr, claims=_speaks_dlpack,
             protocol="__dlpack__ with __dlpack_device__", **_SOURCE,
         ),
         FrameworkSpec(
             name="cuda_array_interface", array_types=(), describe=describe_cai, key=cai_key,
-            data_ptr=cai_ptr, claims=_speaks_cai, protocol="__cuda_array_interface__",
-            **_SOURCE,
+            snapshot=snapshot_cai, data_ptr=cai_ptr, claims=_speaks_cai,
+            protocol="__cuda_array_interface__", **_SOURCE,
         ),
         FrameworkSpec(
             name="array_interface", array_types=(), describe=describe_array_interface,
-            key=array_interface_key, data_ptr=array_interface_ptr,
-            claims=_speaks_array_interface, protocol="__array_interface__", **_SOURCE,
+            key=array_interface_key, snapshot=snapshot_array_interface,
+            data_ptr=array_interface_ptr, claims=_speaks_array_interface,
+            protocol="__array_interface__", **_SOURCE,
         ),
         FrameworkSpec(
             name="buffer", array_types=(), describe=describe_buffer, key=buffer_key,
-            data_ptr=buffer_ptr, claims=_speaks_buffer,
+            snapshot=snapshot_buffer, data_ptr=buffer_ptr, claims=_speaks_buffer,
             protocol="the buffer protocol (not bytes or str: wrap those in memoryview())",
             **_SOURCE,
         ),
         FrameworkSpec(
             name="array_like", array_types=(), describe=describe_array_like,
-            key=array_like_key, data_ptr=array_like_ptr, claims=_speaks_array,
-            protocol="__array__", **_SOURCE,
+            key=array_like_key, snapshot=snapshot_array_like, data_ptr=array_like_ptr,
+            claims=_speaks_array, protocol="__array__", **_SOURCE,
         ),
     ]  # fmt: skip
 
@@ -645,7 +799,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_jax_from_dlpack, zero_copy=True, cost=30.0, devices=_BOTH,
             # JAX asks for a legacy capsule, which producers refuse for read-only memory.
             accepts=Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, aligned=True,
-                          no_readonly=True, flag=X64, extra=_canonical_strides),
+                          no_readonly=True, flag=X64, extra=_legacy_only("JAX")),
         ),
         ConverterSpec(
             name="tf from_dlpack(__dlpack__())", source="dlpack", target="tensorflow",
@@ -653,7 +807,7 @@ def interop_converters() -> list[ConverterSpec]:
             # read before the producer's kernels finish.
             load=_load_tf_from_dlpack, zero_copy=True, cost=3.0,
             accepts=Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, aligned=True,
-                          no_readonly=True),
+                          no_readonly=True, extra=_legacy_only("TensorFlow")),
         ),
         # __cuda_array_interface__: torch on CUDA.
         ConverterSpec(

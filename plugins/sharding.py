@@ -7,7 +7,9 @@ which every plain edge refuses. The edges here take them:
 - gathering, inside each framework: one copy onto one device (a replicated array shares
   a replica instead), after which every ordinary route applies;
 - shard by shard across frameworks: ``to(jax_array, "torch", mesh=device_mesh)`` makes a
-  DTensor, ``to(dtensor, "jax")`` a global jax.Array; each shard crosses zero-copy.
+  DTensor, ``to(dtensor, "jax")`` a global jax.Array; each shard crosses zero-copy;
+- ``sharding=`` into jax: any array laid out by ``jax.device_put(x, sharding)`` (a DTensor
+  shard by shard instead).
 
 Declarations only: the functions live in :mod:`.shards`, which imports the frameworks.
 """
@@ -27,6 +29,9 @@ _OTHER_OPAQUE = (OPAQUE_FLAGS - {"sharded", "multiprocess"}) | {"requires_grad"}
 
 _SHARDED = frozenset({"sharded"})
 _REPLICATED = frozenset({"sharded", "replicated"})
+#: A jax.Array laid out as the call's sharding= asks (the goal of a call that passes it):
+#: an array that is already sharded, some other way, is not such a result.
+_LAID_OUT = frozenset({"sharded", "laid_out"})
 
 
 def _edge(
@@ -62,11 +67,25 @@ def interop_converters() -> list[ConverterSpec]:
               Needs(flags=_REPLICATED, no_flags=_OTHER_OPAQUE),
               "the DTensor is replicated: this rank's local tensor is the whole array"),
         # A collective: dearer than any route that stays shard by shard.
+        # It takes sharding= only to refuse it where a layout cannot be kept (Partial).
         _edge("DTensor.full_tensor()", "torch", "torch", "dtensor_full", False,
               Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE),
               "DTensor.full_tensor() is a collective: every rank of the mesh must make the "
               "same to() call, and each gets the whole array",
-              cost=50.0),
+              cost=50.0, options=("sharding",), context=True),
+        *(
+            _edge("jax.device_put(sharding=)", source, "jax", "jax_lay_out", False, accepts,
+                  "sharding=: the array is laid out by jax.device_put(x, sharding), each "
+                  "shard copied onto its devices",
+                  cost=5.0, options=("sharding",), context=True, opt_in="sharding",
+                  adds_flags=_LAID_OUT)
+            # From numpy in one copy (and so from anything numpy views); X64: device_put
+            # narrows 64-bit numpy arrays silently.
+            for source, accepts in (
+                ("jax", Needs(no_flags=_OTHER_OPAQUE | {"multiprocess"})),
+                ("numpy", Needs(flag=X64)),
+            )
+        ),
         _edge("jax shards as a DTensor", "jax", "torch", "jax_to_dtensor", True,
               Needs(no_flags=_OTHER_OPAQUE),
               "per shard: the shard at this rank's mesh coordinate -> torch.from_dlpack "
@@ -79,5 +98,5 @@ def interop_converters() -> list[ConverterSpec]:
               "tensor (zero-copy when the block is contiguous and 64-byte aligned) -> "
               "jax.make_array_from_single_device_arrays; sharding= defaults to the DTensor's "
               "mesh and placements",
-              options=("sharding",), context=True, adds_flags=_SHARDED),
+              options=("sharding",), context=True, adds_flags=_LAID_OUT),
     ]  # fmt: skip

@@ -289,7 +289,7 @@ def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
     """A global jax.Array of the DTensor ``d``: each of this process's devices gets its block
     of this rank's local tensor (zero-copy when contiguous and aligned)."""
     import jax
-    from jax.sharding import NamedSharding, Sharding
+    from jax.sharding import NamedSharding
 
     if d.requires_grad:  # refused by the edge; to_local() would record autograd
         raise ConversionError("The DTensor requires grad; pass dtensor.detach().")
@@ -301,12 +301,8 @@ def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
         jmesh = _jax_mesh(d, local)
         spec = spec_from_placements(d.placements, jmesh.axis_names, tuple(mesh.shape), shape)
         sharding = NamedSharding(jmesh, spec)
-    elif not isinstance(sharding, Sharding):
-        raise OptionError(
-            f"sharding= takes a jax.sharding.Sharding, not {type(sharding).__name__}; for "
-            "example NamedSharding(Mesh(jax.devices(), ('x',)), PartitionSpec('x'))."
-        )
     else:
+        sharding = _jax_sharding(sharding)
         names = [str(i) for i in range(mesh.ndim)]  # checks the placements map at all
         spec_from_placements(d.placements, names, tuple(mesh.shape), shape)
     coordinate = mesh.get_coordinate()
@@ -368,6 +364,60 @@ def dtensor_local(d: Any) -> Any:
     return d.to_local()
 
 
-def dtensor_full(d: Any) -> Any:
-    """The whole DTensor on every rank (a collective: each rank must make this call)."""
+def dtensor_full(d: Any, ctx: CallContext) -> Any:
+    """The whole DTensor on every rank (a collective: each rank must make this call).
+
+    With sharding= it is on the way to a jax.Array laid out by it; a Partial DTensor is
+    refused then (its layout has no jax counterpart, and this would reduce it silently).
+    """
+    sharding = ctx.option("sharding")
+    if sharding is not None:
+        _jax_sharding(sharding)
+        if ctx.target != "jax":
+            raise OptionError(
+                f"sharding= lays out a jax.Array, and this call makes a {ctx.target} array.\n"
+                "Leave sharding= out, or convert to 'jax'."
+            )
+        partial = [i for i, p in enumerate(d.placements) if p.is_partial()]
+        if partial:
+            raise OptionError(
+                "sharding= cannot lay out a DTensor with Partial placements.\n"
+                f"Mesh dimension(s) {partial} hold unreduced values, which no jax sharding "
+                "holds. Reduce them first: dtensor.redistribute(placements=[Replicate()] * "
+                "mesh.ndim) (or Shard(d) placements), then convert; or leave sharding= out "
+                "and to() reduces it by DTensor.full_tensor() (a collective)."
+            )
     return d.full_tensor()
+
+
+def _jax_sharding(value: Any) -> Any:
+    """``sharding=`` checked: a jax.sharding.Sharding."""
+    from jax.sharding import Sharding
+
+    if isinstance(value, Sharding):
+        return value
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    raise OptionError(
+        f"Option sharding={shown} is not valid.\nsharding= takes a jax.sharding.Sharding "
+        f"(this is a {type(value).__name__}), for example NamedSharding(Mesh(jax.devices(), "
+        "('x',)), PartitionSpec('x')); or None for the array's own layout."
+    )
+
+
+def jax_lay_out(x: Any, ctx: CallContext) -> Any:
+    """The jax.Array ``x`` laid out by ``sharding=`` (jax.device_put; copy=True never lets
+    a shard alias ``x``)."""
+    import jax
+
+    sharding = _jax_sharding(ctx.option("sharding"))
+    try:
+        sharding.shard_shape(tuple(x.shape))  # a layout that does not fit: refused here
+    except ValueError as exc:
+        raise OptionError(
+            f"sharding= cannot lay out an array of shape {tuple(x.shape)}: {exc}\nChoose a "
+            "sharding whose mesh axes divide the dimensions they split (or pad the array)."
+        ) from exc
+    if ctx.copy:
+        return jax.device_put(x, sharding, may_alias=False)
+    return jax.device_put(x, sharding)

@@ -73,6 +73,13 @@ def example(data: Any, dtype: str) -> Any:
     return tf.constant(data, dtype=getattr(tf, dtype))
 
 
+def astype(t: Any, dtype: str) -> Any:
+    """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new tensor on its device."""
+    import tensorflow as tf
+
+    return tf.cast(t, getattr(tf, dtype))
+
+
 def _devices() -> list[str]:
     import tensorflow as tf
 
@@ -138,6 +145,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="tensorflow.constant",
+            astype=astype,
         ),
         FrameworkSpec(
             name="tensorflow.Variable",

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
+from interop_core import (
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    NotAnArrayError,
+    TensorInfo,
+    hookimpl,
+)
 from interop_core.predicates import Needs
 from interop_core.specs import ALIGNMENT, DTYPES, MOVE_COST, classify_layout
 
@@ -77,6 +85,13 @@ def describe(t: Any) -> TensorInfo:
     """Describe a tensor without copying it (a DTensor by its global shape and local device)."""
     import torch
 
+    if t.is_meta:  # no route can help: say so before any planning
+        raise NotAnArrayError(
+            "Cannot convert a torch meta tensor (device='meta'): it has no data.\n"
+            f"It holds only a shape {tuple(t.shape)} and a dtype {dtype_name(t.dtype)}: create "
+            "it on a real device (device='cpu' or 'cuda'), or build the target's array from "
+            "its shape and dtype."
+        )
     dense = t.layout == torch.strided
     shape = tuple(t.shape)
     dtensor = is_dtensor(t)
@@ -165,6 +180,17 @@ def parse_device(device: Any) -> Device | None:
     return None
 
 
+def astype(t: Any, dtype: str) -> Any:
+    """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new contiguous tensor on
+    its device (sparse tensors and DTensors keep their layout; autograd records the cast)."""
+    import torch
+
+    target = torch_dtype(dtype)
+    if t.layout != torch.strided or is_dtensor(t):
+        return t.to(target)
+    return t.to(target, memory_format=torch.contiguous_format)
+
+
 def _devices() -> list[str]:
     import torch
 
@@ -235,6 +261,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu", "cuda"),
             parse_device=parse_device,
             constructor="torch.asarray",
+            astype=astype,
         )
     ]
 

@@ -86,17 +86,42 @@ def installed_builtins() -> list[str]:
 
 
 def text_matrix(stdout: str) -> dict[str, dict[str, str]]:
-    """The route matrix parsed back from the text report."""
+    """The route matrix parsed back from the text report (cells and row labels may hold
+    single spaces: "copy (alignment)", "numpy, 64-byte aligned"; columns are two apart)."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Route matrix"))
     header = lines[start + 1].split()
     matrix: dict[str, dict[str, str]] = {}
     for line in lines[start + 2 :]:
-        cells = line.split()
-        if len(cells) != len(header) + 1 or cells[0] not in header:
+        cells = re.split(r"\s{2,}", line.strip())
+        if not line.startswith("  ") or len(cells) != len(header) + 1:
             break
         matrix[cells[0]] = dict(zip(header, cells[1:], strict=True))
     return matrix
+
+
+#: Rows of arrays made as user code makes them, and the frameworks each needs.
+ORDINARY = {"numpy": ("numpy",), "torch.from_numpy": ("numpy", "torch")}
+
+
+def expected_rows() -> dict[str, str]:
+    """Every matrix row this machine must have -> the framework whose arrays it holds."""
+    rows = {fw: fw for fw in installed_builtins()}
+    if "numpy" in rows:
+        rows["numpy, 64-byte aligned"] = "numpy"
+    for label, needs in ORDINARY.items():
+        if all(available(fw) for fw in needs):
+            rows[label] = needs[-1]
+    return rows
+
+
+def expected_result(row: str, dst: str) -> str:
+    """What the doctor must measure: zero-copy between installed frameworks, except that
+    numpy's own allocations (and torch tensors over them) are not 64-byte aligned, which
+    JAX and TensorFlow need to share memory (1 MiB and more always start 16 past one)."""
+    if row in ORDINARY and dst in ("jax", "tensorflow"):
+        return "copy (alignment)"
+    return "zero-copy"
 
 
 def test_doctor_text_exits_zero(doctor: subprocess.CompletedProcess[str]) -> None:
@@ -124,12 +149,25 @@ def test_doctor_text_matrix_zero_copy_between_installed(
 ) -> None:
     matrix = text_matrix(doctor.stdout)
     names = installed_builtins()
-    assert set(names) <= set(matrix)
-    for src in names:
+    rows = expected_rows()
+    assert set(rows) <= set(matrix), doctor.stdout
+    for src in rows:
         for dst in names:
-            assert matrix[src][dst] == "zero-copy", f"{src} -> {dst}: {matrix[src][dst]}"
+            want = expected_result(src, dst)
+            assert matrix[src][dst] == want, f"{src} -> {dst}: {matrix[src][dst]}"
     for row in matrix.values():
         assert not any(cell.startswith("WRONG") for cell in row.values())
+
+
+def test_doctor_text_says_what_each_row_measured(
+    doctor: subprocess.CompletedProcess[str],
+) -> None:
+    if not available("numpy"):
+        pytest.skip("numpy is not installed")
+    after = doctor.stdout.split("Route matrix")[1]
+    text = " ".join(line.strip() for line in after.splitlines())
+    assert "Rows: numpy: np.ones and np.random.default_rng().random float32 arrays" in text
+    assert "numpy, 64-byte aligned: a 2x3 numpy array on a 64-byte boundary" in text
 
 
 def test_doctor_lists_planned_function_routes(report: dict[str, Any]) -> None:
@@ -177,15 +215,37 @@ def test_doctor_json_structure(report: dict[str, Any]) -> None:
 def test_doctor_json_matrix_zero_copy(report: dict[str, Any]) -> None:
     matrix = report["matrix"]
     names = installed_builtins()
-    for src in names:
+    rows = expected_rows()
+    for src, fw in rows.items():
         for dst in names:
             cell = matrix[src][dst]
-            assert cell["result"] == "zero-copy", f"{src} -> {dst}: {cell}"
+            assert cell["result"] == expected_result(src, dst), f"{src} -> {dst}: {cell}"
             assert "why" not in cell, cell  # explain() agreed with the pointers
-            assert cell["steps"] == (0 if src == dst else 1)
+            if src not in ORDINARY:
+                assert cell["steps"] == (0 if fw == dst else 1)
     for row in matrix.values():
         for cell in row.values():
             assert cell["result"] != "wrong", cell
+
+
+def test_doctor_json_measures_ordinary_numpy_arrays(report: dict[str, Any]) -> None:
+    """numpy's np.ones/np.random arrays are measured one by one: into jax and tensorflow
+    only the ones that happen to be 64-byte aligned share memory."""
+    rows = expected_rows()
+    if "numpy" not in rows:
+        pytest.skip("numpy is not installed")
+    for label in (r for r in ORDINARY if r in rows):
+        measured = report["rows"][label]
+        assert measured["example"] is False and measured["framework"] == rows[label]
+        assert measured["arrays"] == 8 and 0 <= measured["aligned"] < 8, measured
+        for dst in installed_builtins():
+            cell = report["matrix"][label][dst]
+            assert cell["arrays"] == 8, cell
+            if dst in ("jax", "tensorflow"):
+                assert cell["shared"] == measured["aligned"], (label, dst, cell, measured)
+            else:
+                assert cell["shared"] == 8, (label, dst, cell)
+    assert report["rows"]["numpy, 64-byte aligned"]["example"] is True
 
 
 def test_doctor_json_agrees_with_text(
@@ -193,6 +253,7 @@ def test_doctor_json_agrees_with_text(
 ) -> None:
     text = text_matrix(doctor.stdout)
     marks = {"zero-copy": "zero-copy", "copy": "copy", "none": "none", "wrong": "WRONG"}
+    marks["copy (alignment)"] = "copy (alignment)"
     assert set(text) == set(report["matrix"])
     for src, row in report["matrix"].items():
         for dst, cell in row.items():
@@ -272,7 +333,9 @@ def test_doctor_notes_the_alignment_routes(doctor: subprocess.CompletedProcess[s
     if not targets:
         pytest.skip("neither jax nor tensorflow is installed")
     assert "share memory only with 64-byte aligned buffers" in notes, after
-    assert "numpy's large allocations are often not 64-byte aligned" in notes, after
+    assert "copy (alignment): numpy's allocations are mostly not 64-byte aligned" in notes
+    assert f"are copied once into {' and '.join(targets)}" in notes, after
+    assert 'copy once with to(a, "numpy", copy=True)' in notes, after
     for fw in targets:
         assert f"numpy -> {fw}" in notes, after
 
@@ -284,6 +347,41 @@ def test_doctor_json_has_the_alignment_notes(report: dict[str, Any]) -> None:
     notes = " ".join(report["notes"])
     for fw in targets:
         assert f"numpy -> {fw}" in notes, notes
+
+
+def test_measure_arrays_tells_alignment_copies_by_data_pointers() -> None:
+    """A cell of ordinary arrays is "copy (alignment)" only when every copied array started
+    off a 64-byte boundary; an aligned array copied for another reason makes it "copy"."""
+    needs("numpy", "jax", "torch")
+    import numpy as np
+    from interop_plugins.numpy import aligned_empty
+
+    from interop_core import default_registry
+    from interop_core.doctor import measure_arrays
+
+    reg = default_registry()
+    jax_spec = reg.state.frameworks["jax"]
+    base = aligned_empty((130,), np.float32)
+    base[:] = 1.0
+    aligned, unaligned, strided = base[:64], base[1:65], base[::2]
+    assert aligned.ctypes.data % 64 == 0 and unaligned.ctypes.data % 64 == 4
+    assert measure_arrays(reg, [aligned], jax_spec) == {
+        "result": "zero-copy", "steps": 1, "arrays": 1, "shared": 1
+    }  # fmt: skip
+    cell = measure_arrays(reg, [aligned, unaligned], jax_spec)
+    assert cell == {"result": "copy (alignment)", "steps": 2, "arrays": 2, "shared": 1}, cell
+    cell = measure_arrays(reg, [unaligned, strided], jax_spec)  # strided: aligned, still copied
+    assert cell["result"] == "copy" and cell["shared"] == 0, cell
+    # Unaligned and copied, but not for its alignment: an aligned copy is copied too.
+    unaligned_strided = base[1:][::2]
+    assert unaligned_strided.ctypes.data % 64 == 4
+    cell = measure_arrays(reg, [unaligned_strided], jax_spec)
+    assert cell["result"] == "copy" and cell["shared"] == 0, cell
+    readonly = base[1:65].copy()[1:]  # unaligned (numpy's own allocation, 4 bytes on)
+    readonly.flags.writeable = False
+    if readonly.ctypes.data % 64:  # torch gets no writable alias of it: copied, aligned or not
+        cell = measure_arrays(reg, [readonly], reg.state.frameworks["torch"])
+        assert cell["result"] == "copy" and cell["shared"] == 0, cell
 
 
 # -- explain --------------------------------------------------------------------------------

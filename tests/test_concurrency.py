@@ -1,4 +1,6 @@
-"""Conversions from many threads while another thread registers and unregisters a plugin.
+"""Races and leaks: conversions from many threads while another thread registers and
+unregisters a plugin, registries made current per thread, and caches that must not keep
+the classes they have seen alive.
 
 A call in flight keeps the registry state it started with; a rebuild swaps the whole state,
 so every conversion must return the right framework and values, and none may raise.
@@ -6,11 +8,29 @@ so every conversion must return the right framework and values, and none may rai
 
 from __future__ import annotations
 
+import contextvars
+import gc
 import threading
 import time
+import weakref
 from typing import Any
+from unittest import mock
 
-from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, explain, hookimpl, to
+import pytest
+
+from interop_core import (
+    ConverterSpec,
+    FrameworkSpec,
+    TensorInfo,
+    UnknownFrameworkError,
+    default_registry,
+    explain,
+    hookimpl,
+    set_default_registry,
+    to,
+)
+from interop_core.detect import SAME_NAME, TypeTable
+from interop_core.registry import State
 from interop_core.specs import CPU
 from interop_core.testing import isolated_registry, shares_memory
 
@@ -110,7 +130,11 @@ def test_conversions_stay_correct_while_plugins_change(np: Any, torch: Any) -> N
             errors.append(exc)
 
     with isolated_registry(builtins=True) as reg:
-        workers = [threading.Thread(target=convert, args=(n,)) for n in range(THREADS)]
+        # The isolated registry is this thread's: the workers run in a copy of its context.
+        workers = [
+            threading.Thread(target=contextvars.copy_context().run, args=(convert, n))
+            for n in range(THREADS)
+        ]
         toggler = threading.Thread(target=toggle)
         toggler.start()
         for w in workers:
@@ -126,3 +150,171 @@ def test_conversions_stay_correct_while_plugins_change(np: Any, torch: Any) -> N
         assert Toggled.calls > 0, "the toggled edge never ran: its plans were never used"
         assert reg.state.generation == reg.pm.generation
         assert reg.pm.get_plugin("toggled") is None
+
+
+# -- the registry of to() is per thread, and replacing the global one never breaks a call --
+
+
+def test_isolated_registry_is_local_to_its_thread(np: Any, torch: Any) -> None:
+    entered, leave = threading.Event(), threading.Event()
+    seen: list[Any] = []
+
+    def isolated() -> None:
+        try:
+            with isolated_registry() as reg:  # no plugin at all: nothing converts in here
+                seen.append(default_registry() is reg)
+                try:
+                    to(np.ones(2, dtype=np.float32), "torch")
+                except UnknownFrameworkError as exc:
+                    seen.append(exc)
+                entered.set()
+                leave.wait(30)
+        except BaseException as exc:
+            seen.append(exc)
+            entered.set()
+
+    outer = default_registry()
+    thread = threading.Thread(target=isolated)
+    thread.start()
+    try:
+        assert entered.wait(30), "the isolated thread never entered its registry"
+        a = np.arange(6, dtype=np.float32)
+        for _ in range(3):  # while the other thread is inside isolated_registry()
+            t = to(a, "torch")
+            assert isinstance(t, torch.Tensor) and t.dtype == torch.float32
+            assert t.tolist() == a.tolist()
+            assert shares_memory(a, t)
+            assert explain(a, "torch").zero_copy
+            assert default_registry() is outer
+    finally:
+        leave.set()
+        thread.join(30)
+    assert seen[0] is True, seen
+    assert isinstance(seen[1], UnknownFrameworkError), seen
+    assert default_registry() is outer
+
+
+def test_replacing_the_default_registry_never_breaks_a_call(
+    np: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another thread's set_default_registry(None) lands just as to() has built the default
+    registry and left its lock (the window of the race, made certain): the call goes on
+    with the registry it built."""
+    from interop_core import api
+
+    class ClearedOnExit:
+        def __init__(self) -> None:
+            self.lock = threading.Lock()
+            self.armed = True
+
+        def __enter__(self) -> None:
+            self.lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            self.lock.release()
+            if self.armed:
+                self.armed = False
+                other = threading.Thread(target=set_default_registry, args=(None,))
+                other.start()
+                other.join(30)
+
+    original = set_default_registry(None)
+    try:
+        monkeypatch.setattr(api, "_default_lock", ClearedOnExit())
+        a = np.arange(4, dtype=np.float32)
+        out = to(a, "numpy", copy=True)
+        assert out.tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert not np.shares_memory(out, a)
+        assert not api._default_lock.armed, "the race was not staged"
+        assert isinstance(default_registry().state, State)
+    finally:
+        set_default_registry(original)
+
+
+# -- caches keep no class alive, and stay bounded for classes made per object ---------------
+
+
+def _sizes(st: State) -> dict[str, int]:
+    return {
+        "detect": len(st.detect.cache),
+        "kinds": len(st.detect.kind_cache),
+        "plain": sum(len(by_type) for by_type in st.plain.values()),
+        "fast": len(st.fast),
+        "slots": len(st.cache.slots),
+    }
+
+
+@pytest.mark.parametrize("count", [10, 300])
+def test_caches_do_not_keep_dynamic_classes_alive(np: Any, count: int) -> None:
+    with isolated_registry(builtins=True) as reg:
+        base = np.arange(3, dtype=np.float32)
+        to(base, "numpy"), to(base, "numpy", copy=True), to({"x": base}, "numpy")
+        before = _sizes(reg.state)
+        refs = []
+        for i in range(count):
+            cls = type(f"Made{i}", (np.ndarray,), {})
+            x = base.view(cls)
+            for _ in range(2):  # cold, then warm
+                out = to(x, "numpy")
+                assert out.tolist() == [0.0, 1.0, 2.0]
+                assert np.shares_memory(out, base)
+                copied = to(x, "numpy", copy=True)
+                assert copied.tolist() == [0.0, 1.0, 2.0]
+                assert not np.shares_memory(copied, base)
+                assert to({"x": x}, "numpy")["x"].tolist() == [0.0, 1.0, 2.0]
+            assert cls in reg.state.plain["numpy"], "a live class lost its warm entry"
+            assert reg.state.detect.cache[cls] is not None
+            refs.append(weakref.ref(cls))
+            del cls, x, out, copied
+        gc.collect()
+        alive = sum(r() is not None for r in refs)
+        assert alive == 0, f"{alive} of {count} classes kept alive"
+        assert _sizes(reg.state) == before
+
+
+def test_magicmock_leaves_keep_the_caches_bounded(np: Any) -> None:
+    with isolated_registry(builtins=True) as reg:
+        a = np.arange(2, dtype=np.float32)
+        to([a, 1], "numpy")
+        before = _sizes(reg.state)
+        mocks = [mock.MagicMock() for _ in range(1000)]  # one class per mock, all alive
+        for m in mocks:
+            out = to([a, m], "numpy")
+            assert out[1] is m
+            assert out[0].tolist() == [0.0, 1.0]
+        after = _sizes(reg.state)
+        assert after["detect"] <= before["detect"] + SAME_NAME, after
+        assert after["kinds"] <= before["kinds"] + SAME_NAME, after
+        assert len(reg.state.detect.types.held) <= 2 * SAME_NAME
+        del mocks, m, out
+        gc.collect()
+        assert _sizes(reg.state) == before
+
+
+class _Base:
+    """A class that lives as long as the module: keyed by itself."""
+
+
+def test_type_table_bounds_run_time_classes_and_keys_lasting_ones_by_themselves() -> None:
+    table: dict[Any, Any] = {}
+    types = TypeTable(limit=8, same_name=3)
+    types.put(table, _Base, _Base, "lasting")
+    assert next(iter(table)) is _Base  # the class itself: the warm lookup is an identity
+    same = [type("Same", (_Base,), {}) for _ in range(5)]
+    for i, cls in enumerate(same):
+        types.put(table, cls, cls, i)
+    assert [cls in table for cls in same] == [False, False, True, True, True]
+    assert [table[cls] for cls in same[2:]] == [2, 3, 4]
+    others = [type(f"Other{i}", (_Base,), {}) for i in range(10)]
+    for i, cls in enumerate(others):
+        types.put(table, cls, (cls, "t"), i)
+    assert len(types.held) <= 8
+    assert len(table) <= 9
+    assert table[others[-1], "t"] == 9 and table[_Base] == "lasting"
+    types.put(table, others[-1], (others[-1], "t"), "again")  # replaces, adds no entry
+    assert table[others[-1], "t"] == "again" and len(types.held) <= 8
+    refs = [weakref.ref(c) for c in [*same, *others]]
+    del same, others, cls
+    gc.collect()
+    assert all(r() is None for r in refs)
+    assert table == {_Base: "lasting"} and not types.held

@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 from unittest import mock
 
 import pytest
+from conftest import need
 
-from interop_core.containers import ContainerError, _default_state, map_leaves
+from interop_core.containers import MAX_DEPTH, ContainerError, _default_state, map_leaves
 from interop_core.errors import InteropError
 
 
@@ -496,6 +497,89 @@ def test_a_cycle_raises_container_error(kind: str) -> None:
     assert f"({path})" in str(info.value)
     assert "convert its items yourself" in str(info.value)
     assert not isinstance(info.value, RecursionError)
+
+
+def nested(depth: int, leaf: Any = 1) -> Any:
+    """``leaf`` inside ``depth`` containers: lists, with a dict and a tuple on the way."""
+    obj = leaf
+    for level in range(depth):
+        obj = {"k": obj} if level % 3 == 1 else (obj,) if level % 3 == 2 else [obj]
+    return obj
+
+
+def test_nesting_up_to_the_limit_is_walked() -> None:
+    out = map_leaves(nested(MAX_DEPTH, 7), times10)
+    for _ in range(MAX_DEPTH):
+        out = out["k"] if isinstance(out, dict) else out[0]
+    assert out == 70
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 500, 5000])
+def test_nesting_too_deep_raises_container_error(depth: int) -> None:
+    with pytest.raises(ContainerError) as info:
+        map_leaves(nested(depth), times10)
+    message = str(info.value)
+    assert f"nested {depth} deep" in message
+    assert f"at most {MAX_DEPTH} levels" in message
+    assert "Flatten the structure" in message
+    assert not isinstance(info.value, RecursionError)
+
+
+def test_nesting_too_deep_in_a_subclass_and_beside_shallow_branches() -> None:
+    deep = Tagged(inner=nested(MAX_DEPTH + 5))
+    with pytest.raises(ContainerError, match=f"nested {MAX_DEPTH + 7} deep"):
+        map_leaves([1, {"a": 2}, deep], times10)
+
+
+def test_to_and_explain_refuse_deep_nesting_with_an_interop_error() -> None:
+    np = need("numpy")
+    from interop_core import explain, to
+
+    deep = nested(500, np.ones(2, dtype=np.float32))
+    for call in (to, explain):
+        with pytest.raises(ContainerError, match="nested 500 deep") as info:
+            call(deep, "numpy")
+        assert isinstance(info.value, InteropError)
+    leaf = np.arange(2, dtype=np.float32)
+    out = to(nested(MAX_DEPTH, leaf), "numpy", copy=True)  # the limit itself converts
+    for _ in range(MAX_DEPTH):
+        out = out["k"] if isinstance(out, dict) else out[0]
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    assert out.tolist() == [0.0, 1.0] and not np.shares_memory(out, leaf)
+
+
+class UnhashableMeta(type):
+    """A metaclass whose __hash__ raises: the classes it makes cannot be dict keys."""
+
+    def __hash__(cls) -> int:
+        raise RuntimeError("no hash for you")
+
+
+class HashlessProducer(metaclass=UnhashableMeta):
+    """An array producer (``__array__``) whose class cannot be hashed."""
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        import numpy
+
+        return numpy.arange(3, dtype=numpy.float32)
+
+
+def test_a_class_whose_hash_raises_is_an_interop_error() -> None:
+    need("numpy")
+    from interop_core import explain, to
+
+    for call in (to, explain):
+        for obj in (HashlessProducer(), [1, {"x": HashlessProducer()}]):
+            with pytest.raises(InteropError) as info:
+                call(obj, "numpy")
+            assert isinstance(info.value, TypeError)
+            message = str(info.value)
+            first = message.splitlines()[0]
+            assert "HashlessProducer" in first
+            assert "RuntimeError: no hash for you" in first
+            assert "UnhashableMeta.__hash__" in message
+            assert "numpy.asarray(obj)" in message
+            assert isinstance(info.value.__cause__, RuntimeError)
 
 
 def test_new_without_its_arguments_raises_container_error() -> None:

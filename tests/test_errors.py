@@ -7,8 +7,10 @@ isolated registry, so they need no real framework and control exactly what fails
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import sys
+import traceback
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -16,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from adapters import aligned_numpy
 
 import interop_core
 from interop_core import (
@@ -186,7 +189,8 @@ def test_copy_one_does_not_poison_copy_true(np: Any, torch: Any) -> None:
     assert t.data_ptr() != b.ctypes.data, "copy=True returned memory shared with the input"
 
 
-@pytest.mark.parametrize("options", [{"bogus": 1}, {"source": "jax"}, {"dtype": "float32"}])
+# dtype= is an option of to() (a cast); a dtype it does not know is the OptionError.
+@pytest.mark.parametrize("options", [{"bogus": 1}, {"source": "jax"}, {"dtype": "flaot32"}])
 def test_unknown_option_raises_option_error(options: dict[str, Any], np: Any) -> None:
     a = np.zeros(3, dtype=np.float32)
     with pytest.raises(OptionError) as info:
@@ -225,6 +229,69 @@ def test_not_an_array_error(np: Any) -> None:
         to(object(), "numpy")
     assert isinstance(info.value, TypeError)
     assert "builtins.object" in str(info.value)
+
+
+def _chain(err: BaseException) -> list[BaseException]:
+    """The exceptions a traceback of ``err`` shows before it (its context and causes)."""
+    found: list[BaseException] = []
+    seen = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
+    while seen is not None and seen not in found:
+        found.append(seen)
+        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
+    return found
+
+
+@pytest.mark.illtyped
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda a: to(a, "torchh"), UnknownFrameworkError),  # the plain warm lookup misses
+        (lambda a: to(a, "nosuch", copy=False), UnknownFrameworkError),  # the keyed one misses
+        (lambda a: to(a, "numpy", device="cpu:one"), DeviceError),
+        (lambda a: to("numpy", a), UnknownFrameworkError),  # an unhashable target
+        (lambda a: to([a, {"b": a}], "torchh"), UnknownFrameworkError),  # a container
+    ],
+    ids=["target", "target-copy", "device", "swapped", "container"],
+)
+def test_errors_carry_no_internal_lookup_as_context(
+    call: Callable[[Any], Any], error: type[Exception], np: Any
+) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    to(a, "numpy")  # warm: the warm path's tables hold this type
+    to(a, "numpy", copy=False)
+    for _ in range(2):  # cold, then with the failure seen once
+        with pytest.raises(error) as info:
+            call(a)
+        chain = _chain(info.value)
+        internal = [e for e in chain if isinstance(e, (LookupError, TypeError))]
+        assert not internal, f"{info.value!r} shows the internal {internal!r} before it"
+        text = "".join(traceback.format_exception(info.value))
+        assert "During handling of the above exception" not in text, text
+
+
+def test_to_inside_a_tf_function_raises_the_interop_error_itself(
+    np: Any, tf: Any, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    w = aligned_numpy(np.array([3.0, 4.0], dtype=np.float32))
+
+    @tf.function  # AutoGraph on, as by default
+    def good(t: Any) -> Any:
+        return to(t, "tensorflow") * to(w, "tf")
+
+    @tf.function
+    def bad(t: Any) -> Any:
+        return to(t, "torchh")
+
+    x = tf.constant([1.0, 2.0])
+    with caplog.at_level(logging.WARNING):
+        assert good(x).numpy().tolist() == [3.0, 8.0]
+        with pytest.raises(UnknownFrameworkError) as info:
+            bad(x)
+    assert type(info.value) is UnknownFrameworkError
+    assert str(info.value).startswith("Unknown framework 'torchh'. Did you mean"), info.value
+    assert info.value.name == "torchh"
+    logged = caplog.text + "".join(capfd.readouterr())
+    assert "could not transform" not in logged, logged
 
 
 def test_conflicting_plugin_raises_plugin_error_naming_both(np: Any) -> None:

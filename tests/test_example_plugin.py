@@ -12,7 +12,9 @@ names it in INTEROP_REQUIRE, so there these tests must run; elsewhere they skip.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -145,9 +147,11 @@ def test_doctor_lists_the_plugin_and_measures_pyarray() -> None:
     assert framework[0][1:4] == ["0.1.0", "devices:", "cpu"]
     # The route matrix: a header of framework names, then one row of cells per source.
     header = next(i for i, ln in enumerate(lines) if ln.startswith("Route matrix"))
+    # Cells and row labels may hold single spaces ("copy (alignment)"): columns are two apart.
     names = lines[header + 1].split()
-    rows = {ln.split()[0]: dict(zip(names, ln.split()[1:], strict=True))
-            for ln in lines[header + 2 : header + 2 + len(names)]}  # fmt: skip
+    cells = [re.split(r"\s{2,}", ln.strip()) for ln in lines[header + 2 :]]
+    rows = {c[0]: dict(zip(names, c[1:], strict=True))
+            for c in itertools.takewhile(lambda c: len(c) == len(names) + 1, cells)}  # fmt: skip
     assert "pyarray" in names
     assert rows["pyarray"]["numpy"] == "zero-copy"
     assert rows["pyarray"]["pyarray"] == "zero-copy"

@@ -173,6 +173,81 @@ def test_jax_to_tf_shape_polymorphism_errors_reach_the_user() -> None:
     assert "polymorphic_shapes=['(d0, _)', '(d1, _)']" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("options", "shown", "accepted"),
+    [
+        ({"with_gradient": "sometimes"}, "with_gradient='sometimes'", "True or False"),
+        ({"with_gradient": None}, "with_gradient=None", "True or False"),
+        ({"platforms": ["quantum"]}, "platforms=['quantum']", "cpu, cuda, rocm, tpu"),
+        ({"platforms": "gpu"}, "platforms='gpu'", "'cuda' or 'rocm'"),
+        ({"platforms": []}, "platforms=[]", "cpu, cuda, rocm, tpu"),
+        ({"polymorphic_shapes": 5}, "polymorphic_shapes=5", "a shape string"),
+        ({"polymorphic_shapes": ["(b, _)", 3]}, "polymorphic_shapes=['(b, _)', 3]", "pytree"),
+        (
+            {"polymorphic_shapes": ["(b, _)"], "polymorphic_constraints": ["b > 2"]},
+            "polymorphic_constraints=['b > 2']",
+            "'e1 >= e2'",
+        ),
+        (
+            {"polymorphic_shapes": ["(b, _)"], "polymorphic_constraints": [2]},
+            "polymorphic_constraints=[2]",
+            "'e1 >= e2'",
+        ),
+        ({"input_signature": 5}, "input_signature=5", "tf.TensorSpec"),
+    ],
+)
+def test_jax_to_tf_option_values_are_checked_when_converting(
+    options: dict[str, Any], shown: str, accepted: str
+) -> None:
+    """A bad value is an OptionError from to() itself (jax2tf would fail at the first
+    call, with a raw ValueError for platforms), naming the option, the value, what it takes."""
+    with pytest.raises(interop_core.OptionError) as err:
+        convert(jax_model, "tensorflow", **options)
+    message = str(err.value)
+    assert f"Option {shown} is not valid." == message.splitlines()[0]
+    assert accepted in message
+
+
+def test_jax_to_tf_polymorphic_constraints_reach_jax2tf() -> None:
+    def head(x: Any) -> Any:  # needs to know that b >= 4
+        return x[:4].sum() if x.shape[0] >= 4 else x.sum()
+
+    spec = [tf.TensorSpec([None], tf.float32)]
+    x = np.arange(6, dtype=np.float32)
+    plain = convert(head, "tensorflow", polymorphic_shapes=["(b,)"], input_signature=spec)
+    with pytest.raises(ConversionError, match="inconclusive"):
+        plain(x)
+    for constraints in (["b >= 4"], "b >= 4"):
+        g = convert(
+            head, "tensorflow", polymorphic_shapes=["(b,)"], input_signature=spec,
+            polymorphic_constraints=constraints,
+        )  # fmt: skip
+        close(g(x), 6.0)
+        close(g(x[:5]), 6.0)  # one export serves every b >= 4
+        assert g.experimental_get_tracing_count() == 1
+    with pytest.raises(interop_core.OptionError, match="needs polymorphic_shapes="):
+        convert(head, "tensorflow", polymorphic_constraints=["b >= 4"])
+
+
+def test_tf_function_around_the_converted_function_takes_fresh_variables() -> None:
+    """tf.function(to(f)) called with new tf.Variables under a GradientTape: as
+    tf.function(jax2tf.convert(f)) does (a nested tf.function kept the first variables)."""
+
+    def f(x: Any, y: Any) -> Any:
+        return x * x, x * y
+
+    outer = tf.function(convert(f, "tensorflow"), autograph=False)
+    for value in (4.0, 5.0, 6.0):
+        x, y = tf.Variable(value), tf.Variable(2.0)
+        with tf.GradientTape(persistent=True) as tape:
+            u, v = outer(x, y)
+        close(u, value * value)
+        close(tape.gradient(u, x), 2 * value)
+        close(tape.gradient(v, y), value)
+    g = convert(f, "tensorflow")  # called directly (eagerly) with variables, unchanged
+    close(g(tf.Variable(3.0), tf.Variable(2.0))[1], 6.0)
+
+
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tf.Module holding convert(jax_model) with input_signature [None, 3], saved."""
@@ -333,6 +408,84 @@ def test_tf_to_jax_plain_restored_function_with_none_dims_under_jit(tmp_path: Pa
     tf.saved_model.save(module, str(tmp_path))
     loaded = tf.saved_model.load(str(tmp_path))  # holds the variables the function reads
     close(jax.jit(convert(loaded.f, "jax"))(X), jax_model(X))
+
+
+def test_tf_to_jax_refuses_shapes_that_depend_on_values_under_jit() -> None:
+    """x[0:x[1]]: eagerly [1, 2]; under jax.jit XLA knows only the bound (3), which was
+    taken as the size ([1, 2, 3]). Refused, as raw call_tf refuses it."""
+    g = convert(tf.function(lambda x: x[0 : x[1]]), "jax")
+    x = jnp.array([1, 2, 3])
+    np.testing.assert_array_equal(g(x), [1, 2])
+    with pytest.raises(ValueError, match="dynamic shape"):
+        jax.jit(jax2tf.call_tf(tf.function(lambda x: x[0 : x[1]])))(x)
+    with pytest.raises(ConversionError, match=r"depends on the input values") as err:
+        jax.jit(g)(x)
+    assert "outside jax.jit" in str(err.value)
+
+
+def test_tf_to_jax_output_shape_dtype_is_checked_on_every_call() -> None:
+    square = tf.function(lambda x: x * x)
+    x = jnp.arange(3.0)
+    right = jax.ShapeDtypeStruct((3,), jnp.float32)
+    close(convert(square, "jax", output_shape_dtype=right)(x), x * x)
+    close(jax.jit(convert(square, "jax", output_shape_dtype=right))(x), x * x)
+    wrong = {
+        "shape": jax.ShapeDtypeStruct((5,), jnp.float32),
+        "dtype": jax.ShapeDtypeStruct((3,), jnp.int32),
+        "structure": (right,),
+        "None": None,  # explicit None: the function returns nothing (as call_tf takes it)
+    }
+    for what, declared in wrong.items():
+        g = convert(square, "jax", output_shape_dtype=declared)
+        for call in (g, jax.jit(g)):  # concrete calls checked too (call_tf is not used)
+            with pytest.raises(ConversionError, match="output_shape_dtype= declares") as err:
+                call(x)
+            assert what != "None" or "PyTreeDef(None)" in str(err.value)
+    # A function that returns nothing, with output_shape_dtype=None, as under call_tf.
+    nothing = convert(tf.function(lambda x: None), "jax", output_shape_dtype=None)
+    assert nothing(x) is None
+    assert jax.jit(nothing)(x) is None
+    # Values that are not shapes are refused by to() itself.
+    for bad in (5, tf.TensorSpec([3], tf.float32), jax.ShapeDtypeStruct((None,), jnp.float32)):
+        with pytest.raises(interop_core.OptionError, match=r"^Option output_shape_dtype="):
+            convert(square, "jax", output_shape_dtype=bad)
+
+
+def test_tf_to_jax_grad_through_tf_gather() -> None:
+    """TF's gradient of tf.gather has shape [None, n] to TF's shape inference; its real
+    shape is the table's, which the bridge declares (raw call_tf: eager grad only)."""
+    table = np.linspace(0, 1, 40, dtype=np.float32).reshape(10, 4)
+    idx = np.array([1, 3, 3])
+
+    @tf.function
+    def lookup(t: Any, i: Any) -> Any:
+        return tf.reduce_sum(tf.gather(t, i) ** 2)
+
+    t = tf.constant(table)
+    with tf.GradientTape() as tape:
+        tape.watch(t)
+        y = lookup(t, idx)
+    want = tf.convert_to_tensor(tape.gradient(y, t))  # IndexedSlices: rows 1 and 3
+    g = convert(lookup, "jax")
+    close(jax.grad(g)(jnp.asarray(table), idx), want)
+    close(jax.jit(jax.grad(g))(jnp.asarray(table), idx), want)
+    close(jax.grad(jax2tf.call_tf(lookup))(jnp.asarray(table), idx), want)
+    # The integer argument's cotangent is float0, as JAX requires.
+    _, grads = jax.value_and_grad(g, argnums=(0, 1), allow_int=True)(jnp.asarray(table), idx)
+    assert grads[1].dtype == jax.dtypes.float0
+
+
+def test_tf_to_jax_tensor_array_results_say_to_stack() -> None:
+    def rows(x: Any) -> Any:
+        out = tf.TensorArray(tf.float32, size=2)
+        return out.write(0, x).write(1, 2 * x)
+
+    g = convert(tf.function(rows), "jax")
+    for call in (g, jax.jit(g)):
+        with pytest.raises(ConversionError, match=r"stack\(\)"):
+            call(jnp.ones(3))
+    stacked = convert(tf.function(lambda x: rows(x).stack()), "jax")
+    close(stacked(jnp.ones(3)), [[1, 1, 1], [2, 2, 2]])
 
 
 def test_tf_to_jax_vmap_and_forward_mode_raise_unsupported() -> None:

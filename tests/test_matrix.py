@@ -62,7 +62,7 @@ def expected_zero_copy(case: Case, copy: bool | None = None) -> bool | None:
         if layout == "negative":
             return False  # torch has no negative strides (and aborts on them via DLPack)
         if layout == "readonly":
-            return copy is False  # rule 8: no writable alias of read-only memory unless asked
+            return False  # rule 8: torch cannot mark a tensor read-only, so it never aliases
     if layout == "readonly":
         return None  # numpy's capsule refuses read-only memory; other routes may differ
     if layout == "transposed" and dst == "jax":

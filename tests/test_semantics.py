@@ -170,7 +170,7 @@ def test_copy_false_misaligned_numpy_to_jax_raises(np: Any, jax: Any) -> None:
 # -- read-only numpy ----------------------------------------------------------------------
 
 
-def test_readonly_numpy_to_torch_copies_unless_copy_false(np: Any, torch: Any) -> None:
+def test_readonly_numpy_to_torch_copies_and_copy_false_is_refused(np: Any, torch: Any) -> None:
     a = aligned_numpy(example_values())
     a.flags.writeable = False
     t = to(a, "torch")
@@ -179,10 +179,11 @@ def test_readonly_numpy_to_torch_copies_unless_copy_false(np: Any, torch: Any) -
     route = explain(a, "torch")
     assert route.copies == 1
     assert "read-only" in str(route)
-    aliased = to(a, "torch", copy=False)
-    assert aliased.data_ptr() == a.ctypes.data
-    np.testing.assert_array_equal(aliased.numpy(), a)
-    assert explain(a, "torch", copy=False).zero_copy
+    # torch cannot mark a tensor read-only: copy=False cannot be honoured safely.
+    with pytest.raises(CopyRequiredError, match="read-only"):
+        to(a, "torch", copy=False)
+    with pytest.raises(CopyRequiredError, match="read-only"):
+        explain(a, "torch", copy=False)
 
 
 # -- containers ---------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def test_explain_never_converts(np: Any, torch: Any, monkeypatch: pytest.MonkeyP
 def test_explain_never_converts_a_readonly_source(np: Any, torch: Any) -> None:
     a = aligned_numpy(example_values())
     a.flags.writeable = False
-    explain(a, "torch", copy=False)
+    explain(a, "torch")
     assert not a.flags.writeable  # not made writable
     assert a.base is not None  # still the same view of our buffer
 

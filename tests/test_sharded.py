@@ -117,6 +117,39 @@ def test_warm_path_reuses_the_plan_and_keys_no_sharding() -> None:
     assert keys and not [s for k in keys for s in shardings(k)]
 
 
+def test_sharding_option_lays_out_any_array_into_jax() -> None:
+    """sharding= into jax is jax.device_put(x, sharding), for a numpy array, a torch tensor
+    and a jax array, sharded or not (it was ignored); numpy takes one copy."""
+    torch = need("torch")
+    rows = NamedSharding(Mesh(np.array(jax.devices()[:4]), ("x",)), P("x"))
+    y, values = sharded(P("x", "y"), shape=(8, 4))
+    for x in (values, torch.from_numpy(values.copy()), jnp.asarray(values), y):
+        a = to(x, "jax", sharding=rows)
+        assert a.sharding == rows and a.dtype == jnp.float32
+        assert [s.device for s in a.addressable_shards] == jax.devices()[:4]
+        np.testing.assert_array_equal(np.asarray(a), values)
+    route = explain(values, "jax", sharding=rows)
+    assert route.copies == 1 and route.steps[-1].converter == "jax.device_put(sharding=)"
+    # copy=True: no shard aliases the source, even when it is laid out so already.
+    a = to(y, "jax", sharding=y.sharding, copy=True)
+    assert a.sharding == y.sharding
+    assert {ptr(s.data) for s in a.addressable_shards}.isdisjoint(
+        ptr(s.data) for s in y.addressable_shards
+    )
+    # sharding=None: the array's own layout.
+    assert to(y, "jax", sharding=None).sharding == y.sharding
+
+
+def test_sharding_option_values_are_checked() -> None:
+    with pytest.raises(OptionError) as err:
+        to(np.arange(8.0, dtype=np.float32), "jax", sharding=5)
+    assert str(err.value).splitlines()[0] == "Option sharding=5 is not valid."
+    assert "jax.sharding.Sharding" in str(err.value)
+    rows = NamedSharding(Mesh(np.array(jax.devices()[:4]), ("x",)), P("x"))
+    with pytest.raises(OptionError, match=r"cannot lay out an array of shape \(6,\)"):
+        to(np.arange(6.0, dtype=np.float32), "jax", sharding=rows)
+
+
 # --- DTensor: a one-rank process group -------------------------------------------------
 
 
@@ -256,6 +289,23 @@ def test_partial_dtensor_is_reduced_by_a_stated_copy(mesh: Any) -> None:
     assert route.steps[0].converter == "DTensor.full_tensor()"
     assert any("Partial" in r.reason for r in route.refused)
     np.testing.assert_array_equal(np.asarray(to(d, "jax")), np.ones((2, 3)))
+
+
+def test_partial_dtensor_with_sharding_is_refused(mesh: Any) -> None:
+    """A Partial DTensor has no jax layout: sharding= is refused, saying to redistribute
+    (it was reduced by full_tensor() and sharding= ignored); without it, the stated copy."""
+    import torch
+    from torch.distributed.tensor import DTensor, Partial, Shard
+
+    rows = NamedSharding(Mesh(np.array(jax.devices()[:4]), ("x",)), P("x"))
+    d = DTensor.from_local(torch.ones(4, 3), mesh, [Partial()])
+    with pytest.raises(OptionError, match="Partial placements") as err:
+        to(d, "jax", sharding=rows)
+    assert "redistribute" in str(err.value)
+    np.testing.assert_array_equal(np.asarray(to(d, "jax")), np.ones((4, 3)))
+    # sharding= on a route that makes no jax.Array.
+    with pytest.raises(OptionError, match=r"lays out a jax\.Array"):
+        to(dtensor(mesh, [Shard(0)]), "numpy", sharding=rows)
 
 
 def test_partial_placements_map_onto_no_partition_spec(mesh: Any) -> None:
