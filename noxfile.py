@@ -93,7 +93,10 @@ def dali_session(session: nox.Session) -> None:
     """numpy + NVIDIA DALI (CPU pipelines): pipelines to numpy iterators, and the generic
     iterators, without torch, JAX or TensorFlow."""
     install(session, "numpy", "dali")
-    pytest(session, "numpy,dali", "tests/test_pipelines.py", "tests/test_iterators.py")
+    pytest(
+        session, "numpy,dali", "tests/test_pipelines.py", "tests/test_iterators.py",
+        "tests/test_dali_hardening.py",
+    )  # fmt: skip
 
 
 @nox.session

@@ -13,7 +13,9 @@ from .api import (
     to,
     unregister,
 )
+from .containers import ContainerError
 from .context import CallContext
+from .detect import UnhashableTypeError
 from .errors import (
     ConversionError,
     CopyRequiredError,
@@ -46,6 +48,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANY",
     "CallContext",
+    "ContainerError",
     "ConversionError",
     "ConverterSpec",
     "CopyRequiredError",
@@ -67,6 +70,7 @@ __all__ = [
     "RouteTree",
     "Step",
     "TensorInfo",
+    "UnhashableTypeError",
     "UnknownFrameworkError",
     "UnsupportedTransformError",
     "__version__",

@@ -17,12 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .errors import (
-    ConversionError,
     CopyRequiredError,
-    InteropError,
     NoRouteError,
     OptionError,
     RefusedEdge,
+    framework_failures,
 )
 from .planner import Route, Step
 from .specs import DTYPES, FrameworkSpec, TensorInfo
@@ -150,15 +149,9 @@ class CastStep(NamedTuple):
     def run(self, obj: Any) -> Any:
         """Cast ``obj``; a framework's failure is a ConversionError saying what was asked."""
         assert self.spec.astype is not None, "plan_cast picks only frameworks that cast"
-        try:
+        what = f"{self.spec.name} could not cast {self.source} to {self.target}"
+        with framework_failures(f"{what} (dtype=, plugin {self.spec.plugin!r})"):
             return self.spec.astype(obj, self.target)
-        except InteropError:
-            raise
-        except Exception as exc:
-            raise ConversionError(
-                f"{self.spec.name} could not cast {self.source} to {self.target} (dtype=, "
-                f"plugin {self.spec.plugin!r}): {type(exc).__name__}: {exc}"
-            ) from exc
 
 
 def plan_cast(

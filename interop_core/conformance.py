@@ -83,8 +83,8 @@ def check_framework(
       example (``.T``, ``[:, ::2]``, ``[::-1]``, ``[1:]``) where the framework has them;
     - a dtype the spec does not hold raises NoRouteError.
 
-    ``registry`` is made the default registry for the run when given (so not from several
-    threads at once); the default registry is used otherwise. Returns one line per check
+    ``registry`` is made the default registry of the calling thread for the run when
+    given; the default registry is used otherwise. Returns one line per check
     done or skipped (and why); raises :class:`ConformanceError` (an AssertionError) naming
     the first rule broken, FrameworkNotInstalledError when the framework is not installed,
     ValueError for ``dtypes`` the spec does not hold.

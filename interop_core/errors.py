@@ -7,7 +7,8 @@ message says what failed, why, and what the user can do about it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NamedTuple
 
 
@@ -160,3 +161,15 @@ class UnsupportedTransformError(InteropError, NotImplementedError):
 
 class OptionError(InteropError, TypeError):
     """An argument of ``to()``/``explain()`` has a wrong value or is unknown."""
+
+
+@contextmanager
+def framework_failures(what: str) -> Iterator[None]:
+    """Turn an exception a framework or producer raises inside the block into a
+    ConversionError that starts with ``what`` (InteropErrors pass as they are)."""
+    try:
+        yield
+    except InteropError:
+        raise
+    except Exception as exc:
+        raise ConversionError(f"{what}: {type(exc).__name__}: {exc}") from exc

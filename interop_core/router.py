@@ -25,6 +25,7 @@ from .errors import (
     NoRouteError,
     OptionError,
     RefusedEdge,
+    framework_failures,
 )
 from .manager import PluginWarning
 from .plancache import FastKey, RouteKey, StalePlan
@@ -106,15 +107,9 @@ class Request(NamedTuple):
 
 def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
     """The spec's description of ``obj``, with a framework failure turned into an InteropError."""
-    try:
+    what = f"Plugin {spec.plugin!r} could not describe this {spec.name} object"
+    with framework_failures(f"{what} ({type(obj).__name__})"):
         return spec.describe(obj)
-    except InteropError:
-        raise
-    except Exception as exc:
-        raise ConversionError(
-            f"Plugin {spec.plugin!r} could not describe this {spec.name} object "
-            f"({type(obj).__name__}): {type(exc).__name__}: {exc}"
-        ) from exc
 
 
 def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
@@ -122,15 +117,9 @@ def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
     or ``obj`` itself; a producer's failure becomes an InteropError."""
     if spec.snapshot is None:
         return obj
-    try:
+    what = f"Could not read the {spec.name} array a {type(obj).__name__} describes"
+    with framework_failures(f"{what} (plugin {spec.plugin!r})"):
         return spec.snapshot(obj)
-    except InteropError:
-        raise
-    except Exception as exc:
-        raise ConversionError(
-            f"Could not read the {spec.name} array a {type(obj).__name__} describes "
-            f"(plugin {spec.plugin!r}): {type(exc).__name__}: {exc}"
-        ) from exc
 
 
 def request(
@@ -294,9 +283,14 @@ def _check_device(st: State, req: Request, goal: str) -> None:
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in e.options}
-    # Opting in to (or out of) an edge is a valid request whichever route is cheapest,
-    # unless the edge marks its result: then the option asks for that result.
-    opt_ins = {e.opt_in for e in st.declared if e.opt_in and not e.adds_flags}
+    # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
+    # route is cheapest, unless the edge marks its result and is opted in: then the option
+    # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
+    opted = req.opted_in
+    opt_ins = {
+        e.opt_in for e in st.declared
+        if e.opt_in and e.kind == req.kind and not (e.adds_flags and e.opt_in in opted)
+    }  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
         return
@@ -309,7 +303,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     # A misspelt name is the usual cause: suggest the close names valid on this route.
     import difflib
 
-    valid = {"device", "copy", "source", *taken, *opt_ins}
+    valid = {"device", "copy", "dtype", "source", *taken, *opt_ins}
     close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
     guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
     # The first line stays short; the listings follow, one item per line.
@@ -318,7 +312,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
         + (guess if close else "no converter on it takes them."),
         f"The route ({req.what()}) takes "
         + (f"the options {', '.join(f'{n}=' for n in sorted(taken))}" if taken else "no options")
-        + "; to() itself takes device=, copy= and source=.",
+        + "; to() itself takes device=, copy=, dtype= and source=.",
     ]
     # An edge that takes the option but was refused says why the route could not use it.
     wanting = {(e.name, e.plugin) for e in takers if set(unknown) & set(e.options)}

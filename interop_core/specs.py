@@ -224,7 +224,7 @@ class FrameworkSpec:
     #: only for requests whose route depends on alignment (reading it costs ~0.1-1 µs).
     aligned_key: Callable[[Any], Hashable] | None = None
     #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it. The
-    #: router asks once per registry build, and only for devices other than the CPU.
+    #: router asks once per registry build, and only for devices other than "cpu" (cpu:0).
     devices: Callable[[], list[str]] | None = None
     #: Device kinds its arrays can live on, the default first: with ``device=None`` an array
     #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:

@@ -4,9 +4,13 @@ A built ``Pipeline`` or a ``@pipeline_def`` function goes to JAX and PyTorch thr
 own iterators, and to numpy as zero-copy views of DALI's outputs (copies when the pipeline
 reuses its buffers: ``exec_dynamic=False``); every other framework is reached from numpy by
 converting each batch. ``sharding=`` builds one pipeline per shard and assembles global
-``jax.Array``s on the sharding's devices, CPU devices included. DALI's iterator options pass
-through as options of ``to()``. The iterators themselves live in ``dali_iterators``, which
-imports DALI: this module imports no framework.
+``jax.Array``s on the sharding's devices, CPU devices included. A list of built Pipelines
+(one per GPU or shard) is batched as DALI's iterators batch it. DALI's iterator options pass
+through as options of ``to()``; ``output_map`` is checked against the pipeline's outputs,
+and without ``reader_name=`` or ``size=`` the pipeline's only reader ends each epoch (with
+no reader or several the iterator never ends an epoch: ``to()`` warns, ``len()`` raises).
+The iterators themselves live in ``dali_iterators``, which imports DALI: this module
+imports no framework.
 """
 
 from __future__ import annotations

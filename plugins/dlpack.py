@@ -10,7 +10,6 @@ same-size unsigned views.
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,9 +24,6 @@ from .jax import X64
 from .numpy import ML_DTYPES, has_ml_dtypes
 
 Loader = Callable[[], Callable[[Any], Any]]
-#: A warnings filter's module pattern matching this module only (plugins.dlpack installed
-#: as interop_plugins.dlpack alike).
-_MODULE_RE = re.escape(__name__) + r"\Z"
 
 _GRAD_NOTE = "the result is detached from torch's autograd graph"
 _ALIAS_NOTE = (
@@ -163,12 +159,14 @@ def _torch_via_numpy() -> Any:
     # writable. The route's note says so already; the warning would leak a framework warning
     # from to() (an exception under -W error). Every path around it adds 2-5 us a call to
     # the ~2 us route (torch.from_dlpack of the numpy view, a writable __array_interface__
-    # view), so it is ignored instead, at no cost on the warm path: raised from this module
-    # only (torch attributes it to the Python frame calling from_numpy), registered once when
-    # the route is first bound, just before its first call (the only call torch warns on).
-    warnings.filterwarnings(
-        "ignore", "The given NumPy array is not writable", UserWarning, _MODULE_RE
-    )
+    # view), and a lasting filter would change the process's warnings state (rule 2). So the
+    # one warning torch ever gives is spent here, once, when the route is loaded, under a
+    # catch_warnings block that restores the filters on exit.
+    readonly = np.zeros(1, np.uint8)
+    readonly.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        torch.from_numpy(readonly)
     from_numpy, asarray = torch.from_numpy, np.asarray
 
     def convert(x: Any) -> Any:

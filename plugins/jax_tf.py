@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -278,11 +279,14 @@ def _jax2tf_failure(name: str, exc: BaseException, given: Any, used: Any) -> str
         f"jax2tf could not convert JAX function {name!r} to TensorFlow: {type(exc).__name__}: {exc}"
     )
     if given is None and used is not None:
+        # The suggestion has the function's own arity: the shapes used, one name for all.
+        example = re.sub(r"\bd\d+\b", "b", repr(used))
         return (
             f"{head}\nThe unknown (None) dimensions of the TensorFlow inputs were given "
             f"independent symbolic sizes, polymorphic_shapes={used!r}. If some of them are "
-            "equal (or fixed), pass polymorphic_shapes yourself, e.g. ['(b, _)', '(b, _)'], "
-            "or give the tf.function an input_signature with known sizes."
+            f"equal (or fixed), pass polymorphic_shapes yourself, e.g. {example} (one entry "
+            "per positional argument), or give the tf.function an input_signature with known "
+            "sizes."
         )
     if given is not None:
         return (

@@ -202,6 +202,7 @@ def test_a_valid_raw_capsule_converts() -> None:
     got = to(CapsuleProducer(raw, keep), "numpy")
     np.testing.assert_array_equal(got, keep.reshape(2, 3))
     assert got.ctypes.data == keep.ctypes.data
+    del got  # before raw: without a deleter, the struct must outlive what imported it
 
 
 def test_an_interface_reaching_past_its_buffer_is_refused() -> None:
@@ -233,7 +234,10 @@ def test_a_capsule_without_deleter_never_reaches_jax() -> None:
         p = CapsuleProducer(RawCapsule(int(keep.ctypes.data), (64,)), keep)
         route = explain(p, "jax")
         print([s.target for s in route.steps])
-        j = to(CapsuleProducer(RawCapsule(int(keep.ctypes.data), (64,)), keep), "jax")
+        # Without a deleter nothing tells the producer when its struct is free: it must
+        # outlive every array imported from it (here, to the end of the script).
+        raw = RawCapsule(int(keep.ctypes.data), (64,))
+        j = to(CapsuleProducer(raw, keep), "jax")
         print(float(j.sum()))
         del j
         gc.collect()

@@ -15,6 +15,7 @@ from adapters import aligned_numpy, ptr
 from conftest import need
 
 from interop_core import (
+    InteropError,
     NotAnArrayError,
     OptionError,
     Route,
@@ -83,6 +84,8 @@ def test_misspelt_option_suggests_the_close_name_on_a_short_first_line(np: Any) 
     assert "to() never casts" in msg and "dtype=" in msg
     with pytest.raises(OptionError, match=r"did you mean copy=\?"):
         explain(a, "torch", cpy=True)
+    with pytest.raises(OptionError, match=r"did you mean dtype=\?"):
+        to(a, "torch", dtyp="float64")
 
 
 def test_unknown_option_with_no_close_name_lists_the_takers_one_per_line(np: Any) -> None:
@@ -187,3 +190,30 @@ def test_explain_of_a_list_iterates_its_routes(np: Any) -> None:
     assert list(routes.routes) == ["[0]", "[1][0]"]
     assert routes.zero_copy
     assert str(routes).splitlines()[0] == "2 array(s), 0 of them copied:"
+
+
+def test_an_opt_in_of_pipelines_is_unknown_for_an_array() -> None:
+    """sharding= opens DALI's pipeline edge; on an array into torch it is no option at all
+    (it was accepted and ignored)."""
+    np = need("numpy")
+    need("torch")
+    with pytest.raises(OptionError, match="sharding"):
+        to(np.ones(3, np.float32), "torch", sharding=5)
+
+
+def test_the_polymorphic_shapes_suggestion_has_the_functions_arity() -> None:
+    """A (params, x, y) loss whose None batch dims must be equal: the suggested fix names
+    three entries, one per argument (it named two)."""
+    need("jax")
+    tf = need("tensorflow")
+    import jax.numpy as jnp
+
+    def loss(params: Any, x: Any, y: Any) -> Any:
+        return jnp.sum((x @ params - y) ** 2)
+
+    sig = [tf.TensorSpec([3, 1]), tf.TensorSpec([None, 3]), tf.TensorSpec([None, 1])]
+    g = to(loss, "tensorflow", source="jax", input_signature=sig)
+    with pytest.raises(InteropError) as info:
+        g(tf.ones([3, 1]), tf.ones([4, 3]), tf.ones([4, 1]))
+    message = str(info.value)
+    assert "e.g. ['(_, _)', '(b, _)', '(b, _)']" in message
