@@ -469,7 +469,8 @@ def print_doctor(report: dict[str, Any]) -> None:
     if not all(r["example"] for r in rows.values()):  # say what each row is once they differ
         own = [label for label, r in rows.items() if r["example"] and label == r["framework"]]
         said = [f"{label}: {r['what']}" for label, r in rows.items() if label not in own]
-        said.append(f"{_join(own)}: a 2x3 array the framework allocated")
+        if own:  # with numpy alone, every row is one of numpy's
+            said.append(f"{_join(own)}: a 2x3 array the framework allocated")
         print(_wrap("; ".join(said) + ".", "Rows: "))
     for n in notes:
         print(n)

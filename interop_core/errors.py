@@ -77,10 +77,16 @@ class RefusedEdge(NamedTuple):
 #: A refusal reason starting with this means "another variant of this edge handles such
 #: arrays": kept in ``.refused`` but left out of messages.
 VARIANT = "handles only"
+#: How an opt-in edge that was not asked for refuses (``ConverterSpec.opt_in``).
+ON_REQUEST = "taken only on request"
 
 
 def _shown(refused: Sequence[RefusedEdge]) -> list[RefusedEdge]:
-    return [r for r in refused if not r.reason.startswith(VARIANT)]
+    """The refusals worth listing: never variant mismatches, and edges taken only on request
+    only when nothing else refused (then passing the option is the way)."""
+    shown = [r for r in refused if not r.reason.startswith(VARIANT)]
+    decisive = [r for r in shown if not r.reason.startswith(ON_REQUEST)]
+    return decisive or shown
 
 
 def _listing(shown: Sequence[RefusedEdge]) -> str:

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from .errors import VARIANT, RefusedEdge
+from .errors import ON_REQUEST, VARIANT, RefusedEdge
 from .predicates import GlobalFlag, reads_alignment, reads_flag
 from .specs import ANY, ARRAY, FUNCTION, ConverterSpec, Device, PlanKey, TensorInfo, device_kind
 
@@ -308,7 +308,7 @@ class Graph:
                         reason = sees(nxt_key.framework, nxt_key.device)
                 if reason is None:
                     if edge.opt_in and edge.opt_in not in opted_in:
-                        reason = f"taken only on request: pass {edge.opt_in}="
+                        reason = f"{ON_REQUEST}: pass {edge.opt_in}="
                     else:
                         reason = edge.accepts(key)
                 flag = reads_flag(edge.accepts, key.dtype)

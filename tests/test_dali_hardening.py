@@ -279,7 +279,7 @@ def test_list_errors_say_what_to_pass(data: SimpleNamespace) -> None:
         pipes = [built_no_reader(), built_no_reader()]
         interop_core.to(pipes, "numpy", output_map=["u", "coin"])
     with pytest.raises(OptionError, match="has 2"):
-        interop_core.to(shards(data.images), "torch", output_map=["images"])
+        interop_core.to(shards(data.images), "numpy", output_map=["images"])
     jax = need("jax")
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P

@@ -277,6 +277,7 @@ def test_the_x64_refusal_suggests_dtype() -> None:
 
 def test_functions_are_not_cast() -> None:
     need("torch")
+    need("jax")
     with pytest.raises(OptionError, match="dtype= casts arrays"):
         to(lambda x: x, "jax", source="torch", dtype="int32")
 

@@ -246,7 +246,9 @@ def test_a_capsule_without_deleter_never_reaches_jax() -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     lines = run.stdout.splitlines()
     hops = eval(lines[0])  # JAX imports only a capsule another framework made
-    assert hops[-1] == "jax@cpu" and len(hops) == 2 and hops[0] != "jax@cpu"
+    # (numpy marks what it imports from a legacy capsule read-only, so through numpy alone
+    # the route copies once before JAX; through torch or TF it shares.)
+    assert hops[-1] == "jax@cpu" and len(hops) >= 2 and hops[0] != "jax@cpu"
     assert float(lines[1]) == float(np.arange(64).sum()) and lines[2] == "ALIVE"
 
 
