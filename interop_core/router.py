@@ -431,7 +431,7 @@ def convert(
     the_plan = plan(st, req)
     if fast_key is not None:
         _store(st, obj, req, the_plan, fast_key)
-    return run(st, req, obj, the_plan, fast_key)
+    return run(st, req, obj, the_plan)
 
 
 def convert_object(st: State, obj: Any, req: Request) -> Any:
@@ -444,23 +444,23 @@ def convert_object(st: State, obj: Any, req: Request) -> Any:
     found = st.cache.requests.get(key)
     if found is None:
         found = st.cache.requests[key] = find_route(st, req)
-    return run(st, req, obj, bind(st, req, *found), None)
+    return run(st, req, obj, bind(st, req, *found))
 
 
 def run(
-    st: State, req: Request, obj: Any, the_plan: Plan, fast_key: FastKey | None,
+    st: State, req: Request, obj: Any, the_plan: Plan,
     excluded: frozenset[tuple[str, str]] = frozenset(),
 ) -> Any:  # fmt: skip
     """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
     try:
         return the_plan.run(obj)
     except Exception as exc:
-        return recover(st, req, obj, the_plan, exc, fast_key, excluded)
+        return recover(st, req, obj, the_plan, exc, excluded)
 
 
 def recover(
     st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception,
-    fast_key: FastKey | None, excluded: frozenset[tuple[str, str]] = frozenset(),
+    excluded: frozenset[tuple[str, str]] = frozenset(),
 ) -> Any:  # fmt: skip
     """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
 
@@ -488,7 +488,7 @@ def recover(
         raise ConversionError(
             _failure(edge, req, error) + f" Without it there is no route: {no_route}"
         ) from error
-    return run(st, req, obj, again, None, excluded)
+    return run(st, req, obj, again, excluded)
 
 
 def warm_failure(
@@ -503,7 +503,7 @@ def warm_failure(
     if the_plan is None or isinstance(exc, StalePlan):
         # A global flag changed since planning (or the entry is gone): plan afresh.
         return convert(st, obj, source, target, device, copy, fast_key)
-    return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc, fast_key)
+    return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc)
 
 
 def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
