@@ -11,7 +11,6 @@ CopyRequiredError under ``copy=False``. Iterators hand ``dtype=`` to each batch'
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
@@ -96,6 +95,8 @@ def dtype_name(value: Any, where: str = "dtype=") -> str:
             f"Unknown dtype {value!r} in {where}: pass {_AMBIGUOUS[name]} (frameworks "
             f"disagree on what {name!r} is)."
         )
+    import difflib  # only for this message: it costs ~2 ms at import
+
     close = difflib.get_close_matches(name, DTYPES, n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     raise OptionError(
