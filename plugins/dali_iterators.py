@@ -30,25 +30,30 @@ def no_length() -> OptionError:
     )
 
 
+class _EpochLength:
+    """``len()`` for DALI iterators: it raises where the epoch has no end; and ``bool()``
+    is always True (not ``len() != 0``: an iterator is true, with or without a length)."""
+
+    def __len__(self) -> int:
+        if endless(self):
+            raise no_length()
+        return int(super().__len__())  # type: ignore[misc]
+
+    def __bool__(self) -> bool:
+        return True
+
+
 @functools.cache
 def _checked(base: type) -> type:
     """``base`` (one of DALI's iterators) whose errors at ``next()`` say what to do, and
     whose ``len()`` raises where the epoch has no end."""
 
-    class Checked(base):  # type: ignore[misc, valid-type]
+    class Checked(_EpochLength, base):  # type: ignore[misc, valid-type]
         def __next__(self) -> Any:
             try:  # not a context manager: this runs once per batch
                 return super().__next__()
             except RuntimeError as exc:
                 raise dali_error(exc, self._pipes[0]) from exc
-
-        def __len__(self) -> int:
-            if endless(self):
-                raise no_length()
-            return int(super().__len__())
-
-        def __bool__(self) -> bool:
-            return True  # not len() != 0: an iterator is true, with or without a length
 
     Checked.__name__ = Checked.__qualname__ = base.__name__
     Checked.__doc__ = base.__doc__
@@ -148,7 +153,7 @@ def _cast(x: Any, wanted: str | None, astype: Any) -> Any:
     return x if wanted is None else astype(x, wanted)
 
 
-class NumpyBatches(_DaliBaseIterator):  # type: ignore[misc]
+class NumpyBatches(_EpochLength, _DaliBaseIterator):  # type: ignore[misc]
     """DALI's outputs as dicts of numpy arrays, with DALI's epochs, ``len()``, ``reset()``
     and last-batch policies. Each array is a view of DALI's output buffer, or a copy when
     the pipeline reuses its buffers (``exec_dynamic=False``), so a batch the user holds
@@ -194,14 +199,6 @@ class NumpyBatches(_DaliBaseIterator):  # type: ignore[misc]
             return self._next_batch()
         except RuntimeError as exc:
             raise dali_error(exc, self._pipes[0]) from exc
-
-    def __len__(self) -> int:
-        if endless(self):
-            raise no_length()
-        return int(super().__len__())
-
-    def __bool__(self) -> bool:
-        return True  # not len() != 0: an iterator is true, with or without a length
 
     def _next_batch(self) -> Any:
         batches = [
