@@ -178,43 +178,31 @@ def _load_to_gpu() -> Any:
 
 
 def _load_to_cpu() -> Any:
+    """``jax.device_put`` onto a host device by index: from a GPU or another host device it
+    copies; an aligned C-contiguous numpy buffer it shares on any host device
+    (jax.dlpack.from_dlpack places that on the first one only)."""
     import jax
 
     by_index = {as_device(d).index: d for d in hosts()}  # fixed once JAX has started
 
     def put(x: Any, device: Device) -> Any:
-        # From a GPU, or between host devices: JAX copies the buffer in both cases.
         return jax.device_put(x, by_index[device.index])
 
     return put
 
 
 def _load_share_on_host() -> Any:
-    import jax
     import numpy as np
 
-    by_index = {as_device(d).index: d for d in hosts()}
+    put = _load_to_cpu()
 
-    def put(x: Any, device: Device) -> Any:
+    def share(x: Any, device: Device) -> Any:
         # np.asarray is a read-only view of x's host buffer, which jax.device_put shares
         # on any host device (JAX's own device_put of x copies). Both arrays are immutable
         # and donating either never writes the shared buffer.
-        return jax.device_put(np.asarray(x), by_index[device.index])
+        return put(np.asarray(x), device)
 
-    return put
-
-
-def _load_numpy_to_host() -> Any:
-    import jax
-
-    by_index = {as_device(d).index: d for d in hosts()}
-
-    def put(x: Any, device: Device) -> Any:
-        # On the host, jax.device_put shares an aligned C-contiguous numpy buffer on any
-        # host device (jax.dlpack.from_dlpack places it on the first one only).
-        return jax.device_put(x, by_index[device.index])
-
-    return put
+    return share
 
 
 _PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}))
@@ -315,7 +303,7 @@ def interop_converters() -> list[ConverterSpec]:
             name="jax.device_put(numpy)",
             source="numpy",
             target="jax",
-            load=_load_numpy_to_host,
+            load=_load_to_cpu,
             zero_copy=True,
             accepts=_NUMPY_SHARED,
             to_device="cpu",
