@@ -49,9 +49,9 @@ class Slot(NamedTuple):
 
 
 class PlanCache:
-    """Plans by request, loaded converter functions and converters excluded at run time."""
+    """Plans by request, loaded converter functions and converters that failed at run time."""
 
-    __slots__ = ("excluded", "fast", "loaded", "plain", "requests", "slots", "types")
+    __slots__ = ("failed", "fast", "loaded", "plain", "requests", "slots", "types")
 
     def __init__(self) -> None:
         #: The warm path for device=None, copy=None: target -> type -> (key function, runners
@@ -64,7 +64,7 @@ class PlanCache:
         self.slots: dict[tuple[Any, ...], Slot] = {}
         #: Converters that failed with BufferError/NotImplementedError, per route key: each
         #: failure is warned about once (the route is re-planned for that object only).
-        self.excluded: dict[RouteKey, frozenset[tuple[str, str]]] = {}
+        self.failed: dict[RouteKey, frozenset[tuple[str, str]]] = {}
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
         #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
@@ -106,13 +106,13 @@ class PlanCache:
         slot = self.slots.get((fast_key[0], target, fast_key[2], fast_key[3]))
         return slot.plans.get(slot.keyfn(obj)) if slot is not None else None
 
-    def exclude(self, key: RouteKey, edge: ConverterSpec) -> bool:
+    def first_failure(self, key: RouteKey, edge: ConverterSpec) -> bool:
         """Record that ``edge`` failed on a route for ``key``; True the first time."""
         ident = (edge.plugin, edge.name)
-        known = self.excluded.get(key, frozenset())
+        known = self.failed.get(key, frozenset())
         if ident in known:
             return False
-        self.excluded[key] = known | {ident}
+        self.failed[key] = known | {ident}
         return True
 
     def load(

@@ -474,7 +474,7 @@ def recover(
         raise error
     if not edge.rerun or not isinstance(error, (BufferError, NotImplementedError)):
         raise ConversionError(_failure(edge, req, error)) from error
-    if st.cache.exclude(req.route_key, edge):
+    if st.cache.first_failure(req.route_key, edge):
         warnings.warn(
             _failure(edge, req, error) + " It is left out of the route for this object "
             "(other objects still try it; this warning is given once).",

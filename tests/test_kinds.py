@@ -239,7 +239,7 @@ def test_a_failed_function_edge_is_not_rerun_or_replanned(reg: Registry) -> None
     with pytest.raises(ConversionError, match=r"alpha bridge.*BufferError"):
         to(double, "beta", source="alpha", fail="buffer")
     assert [name for name, _ in SEEN] == ["alpha bridge"]  # ran once, nothing else tried
-    assert not reg.state.cache.excluded  # and not excluded either: it failed for this input
+    assert not reg.state.cache.failed  # nor recorded as a failure to route around
 
 
 def test_arrays_never_take_function_edges_nor_functions_array_edges(reg: Registry) -> None:
