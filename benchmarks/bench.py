@@ -39,7 +39,7 @@ from typing import Any
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
-from interop_plugins.numpy import aligned_empty
+from interop_plugins.frameworks.numpy import aligned_empty
 
 import interop_core
 from interop_core import Registry, set_default_registry, to

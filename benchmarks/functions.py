@@ -33,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from bench import per_call_us, print_sections
 
 from interop_core import to
-from interop_core.errors import NoRouteError
+from interop_core.declare.errors import NoRouteError
 
 # JAX arrays are read-only; the torch views to() makes of them say so once per process.
 warnings.filterwarnings("ignore", "The given NumPy array is not writable")
@@ -452,7 +452,7 @@ def torchax_section(quick: bool) -> Section:
         "subprocess: importing torchax breaks torch.compile for the whole process)"
     )
     width = len(PAIR_HEAD)
-    from interop_plugins.torchax_bridge import torchax_usable
+    from interop_plugins.bridges.torchax_bridge import torchax_usable
 
     if not torchax_usable():
         why = "torchax not installed (in a version that works with this torch)"

@@ -79,7 +79,7 @@ def make(name: str, nbytes: int, where: str) -> Any:
         with cupy.cuda.Device(int(where.partition(":")[2] or 0)):
             return cupy.ones(n, dtype=cupy.float32)
     import numpy as np
-    from interop_plugins.numpy import aligned_empty
+    from interop_plugins.frameworks.numpy import aligned_empty
 
     a = aligned_empty((n,), np.float32)
     a.fill(1.0)
@@ -88,7 +88,7 @@ def make(name: str, nbytes: int, where: str) -> Any:
 
 def jax_device(where: str) -> Any:
     import jax
-    from interop_plugins.jax import gpus_by_index
+    from interop_plugins.frameworks.jax import gpus_by_index
 
     if where == "cpu":
         return jax.devices("cpu")[0]

@@ -143,7 +143,7 @@ def _done(batch: Any) -> Any:
 
 def pipeline_rows(root: str, quick: bool) -> list[Row]:
     """A row per target: one epoch of ``to()`` vs DALI's iterator or the naive route."""
-    from interop_plugins.dali import device_id
+    from interop_plugins.kinds.dali import device_id
 
     pipe_def = image_pipeline()
     build = {"batch_size": BATCH, "num_threads": THREADS, "pipeline_kwargs": {"root": root}}

@@ -4,21 +4,12 @@
 imported by the plugins' converters when a route first needs them.
 """
 
-from .api import (
-    DeviceError,
-    default_registry,
-    explain,
-    register,
-    set_default_registry,
-    to,
-    unregister,
-)
-from .containers import ContainerError
-from .context import CallContext
-from .detect import UnhashableTypeError
-from .errors import (
+from .declare.context import CallContext
+from .declare.errors import (
+    ContainerError,
     ConversionError,
     CopyRequiredError,
+    DeviceError,
     FrameworkNotInstalledError,
     InteropError,
     InvalidArrayError,
@@ -26,13 +17,12 @@ from .errors import (
     NotAnArrayError,
     OptionError,
     PluginError,
+    UnhashableTypeError,
     UnknownFrameworkError,
     UnsupportedTransformError,
 )
-from .hookspecs import hookimpl, hookspec
-from .planner import Route, RouteTree, Step
-from .registry import Registry
-from .specs import (
+from .declare.hookspecs import hookimpl, hookspec
+from .declare.specs import (
     ANY,
     ConverterSpec,
     Device,
@@ -41,6 +31,16 @@ from .specs import (
     KnownFramework,
     PlanKey,
     TensorInfo,
+)
+from .engine.planner import Route, RouteTree, Step
+from .engine.registry import Registry
+from .face.api import (
+    default_registry,
+    explain,
+    register,
+    set_default_registry,
+    to,
+    unregister,
 )
 
 __version__ = "0.1.0"

@@ -22,11 +22,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from .api import default_registry, explain
-from .doctor import doctor_report, native_stderr_silenced, print_doctor, wrong_cells
-from .drawing import OutputError, graph_text, write_graph
-from .errors import InteropError
-from .example_arrays import (
+from .declare.errors import InteropError
+from .face.api import default_registry, explain
+from .face.doctor import doctor_report, native_stderr_silenced, print_doctor, wrong_cells
+from .face.drawing import OutputError, graph_text, write_graph
+from .face.example_arrays import (
     LAYOUT_CHOICES,
     ExampleError,
     describe_example,

@@ -6,9 +6,9 @@
   the framework specs.
 - :func:`independent_data_ptr` and :func:`protocol_view` read an object's memory through a
   standard protocol (``__array_interface__``, ``__cuda_array_interface__``, DLPack, the
-  buffer protocol), not through any plugin (from :mod:`interop_core.buffers`).
+  buffer protocol), not through any plugin (from :mod:`interop_core.kit.buffers`).
 - :func:`check_framework` and :class:`ConformanceError`: the conformance kit (from
-  :mod:`interop_core.conformance`).
+  :mod:`interop_core.kit.conformance`).
 - :func:`process_group_rank`: this process as one rank of a ``jax.distributed`` and gloo
   group on the loopback address (sharded routes across processes, on CPUs).
 
@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .api import default_registry, using_registry
-from .buffers import ProtocolView, independent_data_ptr, protocol_view
-from .conformance import ConformanceError, check_framework
-from .errors import NotAnArrayError
-from .registry import Registry
-from .specs import FrameworkSpec
+from .declare.errors import NotAnArrayError
+from .declare.specs import FrameworkSpec
+from .engine.registry import Registry
+from .face.api import default_registry, using_registry
+from .kit.buffers import ProtocolView, independent_data_ptr, protocol_view
+from .kit.conformance import ConformanceError, check_framework
 
 __all__ = [
     "ConformanceError",

@@ -22,16 +22,16 @@ from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
 
 BUILTINS = ("numpy", "torch", "jax", "tensorflow")
 PLUGINS = (
-    "interop_plugins.numpy",
-    "interop_plugins.torch",
-    "interop_plugins.jax",
-    "interop_plugins.tensorflow",
-    "interop_plugins.dlpack",
-    "interop_plugins.callables",
-    "interop_plugins.jax_tf",
-    "interop_plugins.jax_torch",
-    "interop_plugins.torch_tf",
-    "interop_plugins.sharding",
+    "interop_plugins.frameworks.numpy",
+    "interop_plugins.frameworks.torch",
+    "interop_plugins.frameworks.jax",
+    "interop_plugins.frameworks.tensorflow",
+    "interop_plugins.exchange.dlpack",
+    "interop_plugins.kinds.callables",
+    "interop_plugins.bridges.jax_tf",
+    "interop_plugins.bridges.jax_torch",
+    "interop_plugins.bridges.torch_tf",
+    "interop_plugins.exchange.sharding",
 )
 
 
@@ -203,7 +203,7 @@ def test_doctor_json_structure(report: dict[str, Any]) -> None:
     by_name = {f["name"]: f for f in report["frameworks"]}
     for fw in installed_builtins():
         row = by_name[fw]
-        assert row["plugin"] == f"interop_plugins.{fw}"
+        assert row["plugin"] == f"interop_plugins.frameworks.{fw}"
         assert row["version"] != "?" and "cpu" in row["devices"]
     plugins = {p["name"]: p["distribution"] for p in report["plugins"]}
     for plugin in PLUGINS:
@@ -309,7 +309,7 @@ def test_doctor_silences_native_stderr_even_when_tensorflow_logs_everything() ->
 def test_native_stderr_silenced_keeps_python_warnings() -> None:
     code = (
         "import os, warnings\n"
-        "from interop_core.doctor import native_stderr_silenced\n"
+        "from interop_core.face.doctor import native_stderr_silenced\n"
         "with native_stderr_silenced():\n"
         "    os.write(2, b'NATIVE-LINE\\n')\n"
         "    warnings.warn('PYTHON-WARNING')\n"
@@ -354,10 +354,10 @@ def test_measure_arrays_tells_alignment_copies_by_data_pointers() -> None:
     off a 64-byte boundary; an aligned array copied for another reason makes it "copy"."""
     needs("numpy", "jax", "torch")
     import numpy as np
-    from interop_plugins.numpy import aligned_empty
+    from interop_plugins.frameworks.numpy import aligned_empty
 
     from interop_core import default_registry
-    from interop_core.doctor import measure_arrays
+    from interop_core.face.doctor import measure_arrays
 
     reg = default_registry()
     jax_spec = reg.state.frameworks["jax"]
@@ -527,7 +527,7 @@ def test_graph_prints_dot_with_one_edge_per_converter() -> None:
     rest = by_label["numpy", "torch", "torch.from_numpy"]
     assert "style=solid" in rest and "tooltip=" in rest and "interop_plugins." in rest
     loop = by_label["numpy", "numpy", "numpy aligned copy"]
-    assert "style=dashed" in loop and "[interop_plugins.numpy]" in loop
+    assert "style=dashed" in loop and "[interop_plugins.frameworks.numpy]" in loop
     count = re.search(r"(\d+) converters \(usable", out)
     assert count is not None and int(count.group(1)) == len(edges)
     if shutil.which("dot"):  # Graphviz parses it
@@ -615,7 +615,7 @@ class _Ghost:
 
 
 def test_graph_all_includes_frameworks_not_installed() -> None:
-    from interop_core import drawing
+    from interop_core.face import drawing
 
     reg = Registry(builtins=True, entry_points=False)
     reg.register(_Ghost(), name="ghost-plugin")

@@ -29,9 +29,9 @@ from interop_core import (
     set_default_registry,
     to,
 )
-from interop_core.detect import SAME_NAME, TypeTable
-from interop_core.registry import State
-from interop_core.specs import CPU
+from interop_core.declare.specs import CPU
+from interop_core.engine.detect import SAME_NAME, TypeTable
+from interop_core.engine.registry import State
 from interop_core.testing import isolated_registry, shares_memory
 
 THREADS = 8
@@ -200,7 +200,7 @@ def test_replacing_the_default_registry_never_breaks_a_call(
     """Another thread's set_default_registry(None) lands just as to() has built the default
     registry and left its lock (the window of the race, made certain): the call goes on
     with the registry it built."""
-    from interop_core import api
+    from interop_core.face import api
 
     class ClearedOnExit:
         def __init__(self) -> None:

@@ -14,8 +14,8 @@ from unittest import mock
 import pytest
 from conftest import need
 
-from interop_core.containers import MAX_DEPTH, ContainerError, _default_state, map_leaves
-from interop_core.errors import InteropError
+from interop_core.declare.errors import InteropError
+from interop_core.engine.containers import MAX_DEPTH, ContainerError, _default_state, map_leaves
 
 
 def times10(x: Any) -> Any:

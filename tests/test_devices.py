@@ -257,7 +257,7 @@ import pytest
 from interop_core import (
     CopyRequiredError, DeviceError, NoRouteError, explain, testing, to,
 )
-from interop_plugins.numpy import aligned_copy
+from interop_plugins.frameworks.numpy import aligned_copy
 
 cpus = jax.devices("cpu")
 assert len(cpus) == 4, cpus

@@ -67,7 +67,7 @@ def test_explain_shows_the_cast_step_and_counts_it_as_a_copy() -> None:
     first = route.steps[0]
     assert first.converter == "cast int64 -> int32"
     assert (first.plugin, first.source, first.target) == (
-        "interop_plugins.torch",
+        "interop_plugins.frameworks.torch",
         "torch@cpu",
         "torch@cpu",
     )
@@ -77,7 +77,10 @@ def test_explain_shows_the_cast_step_and_counts_it_as_a_copy() -> None:
     assert route.copies == 1 and not route.zero_copy
     assert route.bytes_copied == 6 * 4  # the int32 result
     text = str(route)
-    assert "torch@cpu -> torch@cpu: cast int64 -> int32 [interop_plugins.torch] COPY" in text
+    assert (
+        "torch@cpu -> torch@cpu: cast int64 -> int32 [interop_plugins.frameworks.torch] COPY"
+        in text
+    )
     assert "dtype= casts int64 to int32 in torch, before the conversion" in text
 
 

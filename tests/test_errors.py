@@ -39,8 +39,8 @@ from interop_core import (
     hookimpl,
     to,
 )
-from interop_core.manager import PluginWarning
-from interop_core.specs import CPU
+from interop_core.declare.specs import CPU
+from interop_core.engine.manager import PluginWarning
 from interop_core.testing import isolated_registry
 
 # -- the hierarchy ------------------------------------------------------------------------
@@ -141,12 +141,14 @@ def test_no_route_lists_refused_edges_with_plugins_and_reasons(np: Any, jax: Any
     assert isinstance(err, LookupError)
     msg = str(err)
     assert re.search(r"jax\.dlpack\.from_dlpack \[numpy->jax[,\]]", msg), msg
-    assert "from plugin 'interop_plugins.dlpack'" in msg
+    assert "from plugin 'interop_plugins.exchange.dlpack'" in msg
     assert "jax_enable_x64" in msg
     assert err.refused, "the refusals are kept on the error"
     for name, plugin, edge, reason in err.refused:
         assert name and plugin and "->" in edge and reason
-    assert any(r[1] == "interop_plugins.dlpack" and "jax_enable_x64" in r[3] for r in err.refused)
+    assert any(
+        r[1] == "interop_plugins.exchange.dlpack" and "jax_enable_x64" in r[3] for r in err.refused
+    )
 
 
 # -- argument errors ----------------------------------------------------------------------
@@ -304,7 +306,7 @@ def test_conflicting_plugin_raises_plugin_error_naming_both(np: Any) -> None:
         with pytest.raises(PluginError) as info:
             reg.register(Clash(), name="clash-plugin")
         msg = str(info.value)
-        assert "clash-plugin" in msg and "interop_plugins.numpy" in msg
+        assert "clash-plugin" in msg and "interop_plugins.frameworks.numpy" in msg
         assert to(np.zeros(2), "numpy") is not None  # the registry still works
 
 
@@ -587,7 +589,7 @@ KNOWN = [
 
 @pytest.mark.parametrize(("name", "hint"), KNOWN)
 def test_known_frameworks_not_installed_say_what_to_install(np: Any, name: str, hint: str) -> None:
-    from interop_core.registry import importable
+    from interop_core.engine.registry import importable
 
     if importable("cupy"):
         pytest.skip(f"{name} is installed here")

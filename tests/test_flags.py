@@ -24,8 +24,8 @@ from interop_core import (
     hookimpl,
     to,
 )
-from interop_core.predicates import GlobalFlag, Needs
-from interop_core.specs import CPU
+from interop_core.declare.predicates import GlobalFlag, Needs
+from interop_core.declare.specs import CPU
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_flagboxes"

@@ -12,13 +12,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import interop_plugins.jax_tf as bridges
+import interop_plugins.bridges.jax_tf as bridges
 import pytest
 from conftest import need
 
 import interop_core
 from interop_core import explain, to
-from interop_core.errors import ConversionError, UnsupportedTransformError
+from interop_core.declare.errors import ConversionError, UnsupportedTransformError
 
 np = need("numpy")
 jax = need("jax")

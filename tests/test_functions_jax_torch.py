@@ -11,7 +11,7 @@ import pytest
 from conftest import need
 
 import interop_core
-from interop_core.errors import (
+from interop_core.declare.errors import (
     ConversionError,
     InteropError,
     OptionError,
@@ -445,7 +445,7 @@ def test_tensorflow_reaches_torch_through_jax_with_gradients() -> None:
 
 
 def test_the_traced_edge_says_why_it_is_not_taken() -> None:
-    from interop_plugins.torchax_bridge import torchax_usable
+    from interop_plugins.bridges.torchax_bridge import torchax_usable
 
     if torchax_usable():
         pytest.skip("torchax is installed here: tests/test_functions_torchax.py covers it")

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 from conftest import required
-from interop_plugins.torchax_bridge import torchax_usable
+from interop_plugins.bridges.torchax_bridge import torchax_usable
 
 TORCHAX_NEEDED = "optional; with torch 2.13 it needs torchax>=0.0.14.dev20260807 (pip --pre)"
 if not torchax_usable():  # an old torchax fails on import under torch 2.13: skip, don't crash

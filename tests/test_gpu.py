@@ -35,7 +35,7 @@ def make(name: str, n: int = N, device: int = 0) -> Any:
     if name == "jax":
         import jax
         import jax.numpy as jnp
-        from interop_plugins.jax import gpus_by_index
+        from interop_plugins.frameworks.jax import gpus_by_index
 
         return jax.device_put(jnp.arange(n, dtype=jnp.float32), gpus_by_index()[device])
     import cupy
@@ -190,7 +190,7 @@ def test_consumer_waits_for_a_jax_computation_still_running() -> None:
             a = jnp.tanh(a @ a.T) @ a / a.shape[0]  # stays 1.0
         return a[:, 0] * 0 + 7.0
 
-    from interop_plugins.jax import gpus
+    from interop_plugins.frameworks.jax import gpus
 
     a = jax.device_put(jnp.ones((2048, 2048), jnp.float32), gpus()[0])
     j = slow(a)  # dispatched, not finished

@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 import pytest
 
-from interop_core.planner import Graph, Route, make_route
-from interop_core.registry import Registry, State
-from interop_core.router import home
-from interop_core.specs import CPU, Device, PlanKey
+from interop_core.declare.specs import CPU, Device, PlanKey
+from interop_core.engine.planner import Graph, Route, make_route
+from interop_core.engine.registry import Registry, State
+from interop_core.engine.router import home
 
 GPU_FRAMEWORKS = ("torch", "jax", "cupy")
 TWO_GPUS = ("cpu", "cuda:0", "cuda:1")

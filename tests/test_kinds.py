@@ -28,8 +28,8 @@ from interop_core import (
     hookimpl,
     to,
 )
-from interop_core.context import CallContext
-from interop_core.specs import CPU
+from interop_core.declare.context import CallContext
+from interop_core.declare.specs import CPU
 from interop_core.testing import isolated_registry
 
 
@@ -140,7 +140,7 @@ class Toys:
 
 @pytest.fixture
 def reg() -> Iterator[Registry]:
-    import interop_plugins.callables as callables
+    import interop_plugins.kinds.callables as callables
 
     SEEN.clear()
     with isolated_registry(callables) as r:

@@ -341,7 +341,7 @@ def test_a_ragged_batch_says_to_resize(data: SimpleNamespace, target: str) -> No
 
 
 def test_a_gpu_pipeline_fails_at_to_on_a_machine_without_one(data: SimpleNamespace) -> None:
-    from interop_plugins.dali import cuda_devices
+    from interop_plugins.kinds.dali import cuda_devices
 
     if cuda_devices() > 0:
         pytest.skip("this machine has a GPU: the pipeline would run")
@@ -405,7 +405,10 @@ def test_explain_names_the_steps(data: SimpleNamespace) -> None:
     need("jax")
     route = interop_core.explain(images_def, "tensorflow", output_map=NAMES)
     assert [s.converter for s in route.steps] == ["DALI outputs as numpy", "to() on each batch"]
-    assert [s.plugin for s in route.steps] == ["interop_plugins.dali", "interop_plugins.iterators"]
+    assert [s.plugin for s in route.steps] == [
+        "interop_plugins.kinds.dali",
+        "interop_plugins.kinds.iterators",
+    ]
     route = interop_core.explain(images_def, "jax", output_map=NAMES)
     assert [s.converter for s in route.steps] == ["DALI JAX iterator"]
     assert route.source.startswith("dali") and route.target.startswith("jax")
@@ -510,7 +513,7 @@ def test_a_pipeline_def_and_a_plain_function_of_the_same_type_keep_their_kinds(
 
 def test_a_route_is_planned_once_for_unhashable_options(data: SimpleNamespace) -> None:
     """output_map=[...] is a list: the route is cached by the option names, not values."""
-    from interop_core.api import default_registry
+    from interop_core.face.api import default_registry
 
     cache = default_registry().state.cache.requests
     before = len(cache)

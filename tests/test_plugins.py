@@ -34,10 +34,10 @@ from interop_core import (
     to,
 )
 from interop_core import __main__ as cli
-from interop_core.api import using_registry
-from interop_core.doctor import doctor_report
-from interop_core.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager, PluginWarning
-from interop_core.specs import CPU
+from interop_core.declare.specs import CPU
+from interop_core.engine.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager, PluginWarning
+from interop_core.face.api import using_registry
+from interop_core.face.doctor import doctor_report
 from interop_core.testing import isolated_registry, shares_memory
 
 # -- toy frameworks ----------------------------------------------------------------------
@@ -433,7 +433,7 @@ GOOD_PLUGIN = '''
 """A third-party plugin: the "gamma" framework, with a zero-copy edge into numpy."""
 import array
 from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.specs import CPU
+from interop_core.declare.specs import CPU
 
 
 class Gamma:
@@ -588,7 +588,7 @@ def test_entry_points_load_good_plugins_and_drop_broken_ones(third_party: Path, 
 def numpy_and_entry_points() -> Registry:
     """A registry of the numpy built-in and the installed entry points (imports no framework)."""
     pm = InteropPluginManager()
-    pm.load_builtins(("interop_plugins.numpy",))
+    pm.load_builtins(("interop_plugins.frameworks.numpy",))
     pm.load_entry_points()
     return Registry(pm)
 
@@ -603,7 +603,7 @@ def test_doctor_command_lists_loaded_and_dropped_plugins(
         assert cli.main(["doctor"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "  good  (interop-test-good)" in out, out
-    assert "  interop_plugins.numpy  (interop-core)" in out, out
+    assert "  interop_plugins.frameworks.numpy  (interop-core)" in out, out
     assert any(ln.startswith("  broken (interop-test-broken): ImportError") for ln in out), out
     assert any(ln.startswith("  raising (interop-test-raising): ") for ln in out), out
     assert any(ln.split()[:1] == ["gamma"] and "[good]" in ln for ln in out), out
@@ -686,7 +686,7 @@ def test_duplicate_entry_point_name_keeps_the_first_and_warns(
     fake_site(
         "second",
         {"interop-test-shadow": {"good": "interop_test_shadow",
-                                 "interop_plugins.numpy": "interop_test_shadow"}},
+                                 "interop_plugins.frameworks.numpy": "interop_test_shadow"}},
         {"interop_test_shadow": SHADOW_PLUGIN},
     )  # fmt: skip
     fake_site(
@@ -698,12 +698,15 @@ def test_duplicate_entry_point_name_keeps_the_first_and_warns(
         reg = Registry(builtins=True, entry_points=True)
     assert reg.pm.get_plugin("good") is sys.modules["interop_test_good"]
     assert reg.pm.distribution_of("good") == "interop-test-good"
-    assert reg.pm.distribution_of("interop_plugins.numpy") == "interop-core"
-    assert reg.state.frameworks["numpy"].plugin == "interop_plugins.numpy"
+    assert reg.pm.distribution_of("interop_plugins.frameworks.numpy") == "interop-core"
+    assert reg.state.frameworks["numpy"].plugin == "interop_plugins.frameworks.numpy"
     assert "interop_test_shadow" not in sys.modules
     # The shadowed entry points are not silently lost: each warning names it and both sides.
     messages = [str(w.message) for w in record]
-    for name, owner in (("good", "interop-test-good"), ("interop_plugins.numpy", "interop-core")):
+    for name, owner in (
+        ("good", "interop-test-good"),
+        ("interop_plugins.frameworks.numpy", "interop-core"),
+    ):
         assert any(
             f"'{name}'" in m and "'interop-test-shadow'" in m and f"'{owner}'" in m
             for m in messages

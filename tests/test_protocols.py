@@ -292,7 +292,7 @@ TYPESTRS = [
 
 @pytest.mark.parametrize(("typestr", "name"), TYPESTRS)
 def test_typestr_names(typestr: str, name: str) -> None:
-    from interop_plugins.protocols import typestr_dtype
+    from interop_plugins.exchange.protocols import typestr_dtype
 
     assert typestr_dtype(typestr) == name
 
@@ -307,7 +307,7 @@ FORMATS = [
 
 @pytest.mark.parametrize(("fmt", "itemsize", "name"), FORMATS)
 def test_buffer_format_names(fmt: str, itemsize: int, name: str) -> None:
-    from interop_plugins.protocols import format_dtype
+    from interop_plugins.exchange.protocols import format_dtype
 
     assert format_dtype(fmt, itemsize) == name
 
@@ -330,7 +330,7 @@ def test_dlpack_converts_zero_copy_to_every_framework(target: str) -> None:
     w = DLPackOnly(a)
     route = explain(w, target)
     assert route.zero_copy and route.steps[0].source == "dlpack@cpu"
-    assert route.steps[0].plugin == "interop_plugins.protocols"
+    assert route.steps[0].plugin == "interop_plugins.exchange.protocols"
     # numpy exports a versioned capsule, which JAX's and TF's importers refuse: the one
     # capsule the producer gave goes to numpy first, and on from there without a copy.
     hops = ["numpy@cpu", f"{target}@cpu"] if target in ("jax", "tensorflow") else [f"{target}@cpu"]
@@ -357,7 +357,7 @@ def test_dlpack_writes_show_through_and_copies_never_share(target: str) -> None:
 
 
 def test_dlpack_describe_reads_the_capsule() -> None:
-    from interop_plugins.protocols import describe_dlpack
+    from interop_plugins.exchange.protocols import describe_dlpack
 
     base = aligned_numpy(np.zeros((4, 6), dtype=np.int16))
     info = describe_dlpack(DLPackOnly(base[:, 1::2]))
@@ -477,7 +477,7 @@ def test_dlpack_result_outlives_its_source() -> None:
 
 def test_dlpack_capsules_of_describe_are_freed() -> None:
     """describe() exports a capsule and drops it unconsumed: the producer's export is freed."""
-    from interop_plugins.protocols import describe_dlpack
+    from interop_plugins.exchange.protocols import describe_dlpack
 
     a = float32_source()
     before = sys.getrefcount(a)
@@ -491,7 +491,7 @@ def test_dlpack_capsules_of_describe_are_freed() -> None:
 
 
 def test_cuda_array_interface_is_described_from_its_dict() -> None:
-    from interop_plugins.protocols import describe_cai
+    from interop_plugins.exchange.protocols import describe_cai
 
     a = aligned_numpy(np.zeros((2, 5), dtype=np.float16))
     info = describe_cai(CudaInterfaceOnly(a[:, ::2], readonly=True))
@@ -603,7 +603,7 @@ def test_a_fresh_buffer_per_access_is_a_copy() -> None:
     with pytest.raises(CopyRequiredError, match="new buffer on every __array_interface__"):
         to(w, "numpy", copy=False)
     with pytest.raises(TypeError, match="no stable address"):
-        from interop_plugins.protocols import array_interface_ptr
+        from interop_plugins.exchange.protocols import array_interface_ptr
 
         array_interface_ptr(w)
 

@@ -136,7 +136,7 @@ def test_copy_required_error_is_buffer_error_and_says_why(np: Any, torch: Any) -
     assert isinstance(err, InteropError)
     msg = str(err)
     assert "negative strides" in msg
-    assert "torch.from_numpy" in msg and "interop_plugins.dlpack" in msg
+    assert "torch.from_numpy" in msg and "interop_plugins.exchange.dlpack" in msg
     assert "copy=None" in msg  # says what to do next
     assert any(r[0] == "torch.from_numpy" and "negative" in r[3] for r in err.refused)
 
@@ -304,11 +304,15 @@ def test_explain_route_fields_zero_copy(np: Any, torch: Any) -> None:
     step = route.steps[0]
     assert isinstance(step, Step)
     assert step.converter == "torch.from_numpy"
-    assert step.plugin == "interop_plugins.dlpack"
+    assert step.plugin == "interop_plugins.exchange.dlpack"
     assert step.zero_copy
     assert step.source.startswith("numpy") and step.target.startswith("torch")
     text = str(route)
-    assert "zero-copy" in text and "torch.from_numpy" in text and "interop_plugins.dlpack" in text
+    assert (
+        "zero-copy" in text
+        and "torch.from_numpy" in text
+        and "interop_plugins.exchange.dlpack" in text
+    )
 
 
 def _check_copy_route(route: Route, nbytes: int, why: str) -> None:

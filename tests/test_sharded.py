@@ -224,7 +224,7 @@ def test_gather_lands_on_the_first_shard_device() -> None:
     x = jax.device_put(values, NamedSharding(mesh, P("x")))
     y = to(x, "jax", copy=True)  # keeps the sharding
     assert y.sharding == x.sharding
-    from interop_plugins.shards import jax_gather
+    from interop_plugins.exchange.shards import jax_gather
 
     g = jax_gather(x)
     assert g.devices() == {jax.devices()[2]}
@@ -309,7 +309,7 @@ def test_partial_dtensor_with_sharding_is_refused(mesh: Any) -> None:
 
 
 def test_partial_placements_map_onto_no_partition_spec(mesh: Any) -> None:
-    from interop_plugins.shards import spec_from_placements
+    from interop_plugins.exchange.shards import spec_from_placements
     from torch.distributed.tensor import Partial
 
     with pytest.raises(ConversionError, match="Partial"):
@@ -334,7 +334,7 @@ def test_mesh_errors(mesh: Any) -> None:
 
 def test_sharding_must_refine_the_rank_block(mesh: Any) -> None:
     """A sharding= that asks for rows another rank would hold is refused, not fetched."""
-    from interop_plugins.shards import local_region
+    from interop_plugins.exchange.shards import local_region
     from torch.distributed.tensor import Shard
 
     assert local_region([Shard(0), Shard(0)], (1, 0), (2, 2), (8, 4)) == [(4, 6), (0, 4)]
@@ -359,7 +359,7 @@ def test_sharding_must_refine_the_rank_block(mesh: Any) -> None:
 )
 def test_partition_specs_map_onto_placements_and_back(spec: Any, placements: list[str]) -> None:
     need("torch")
-    from interop_plugins.shards import placements_from_spec, spec_from_placements
+    from interop_plugins.exchange.shards import placements_from_spec, spec_from_placements
     from torch.distributed.tensor import Replicate, Shard
 
     want = [Replicate() if p == "R" else Shard(int(p[1])) for p in placements]
@@ -372,7 +372,7 @@ def test_partition_specs_map_onto_placements_and_back(spec: Any, placements: lis
 
 def test_layouts_that_do_not_map_are_refused() -> None:
     need("torch")
-    from interop_plugins.shards import placements_from_spec
+    from interop_plugins.exchange.shards import placements_from_spec
 
     with pytest.raises(ConversionError, match="mesh order"):
         placements_from_spec(P(("y", "x")), ("x", "y"), (2, 2), (8, 4))
@@ -383,7 +383,7 @@ def test_layouts_that_do_not_map_are_refused() -> None:
 def test_sharded_values_match_dtensor_layout_for_two_axes_on_one_dim() -> None:
     """P(("x", "y")) and [Shard(0), Shard(0)] give each device the same rows."""
     need("torch")
-    from interop_plugins.shards import local_region
+    from interop_plugins.exchange.shards import local_region
     from torch.distributed.tensor import Shard
 
     x, _ = sharded(P(("x", "y")))

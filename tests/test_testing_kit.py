@@ -263,7 +263,7 @@ def toy_registry(plugin: ToyPlugin) -> Registry:
     from interop_plugins import numpy as npp
 
     reg = Registry(builtins=False, entry_points=False)
-    reg.register(npp, name="interop_plugins.numpy")
+    reg.register(npp, name="interop_plugins.frameworks.numpy")
     reg.register(plugin, name="toy")
     return reg
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.predicates import Needs
-from interop_core.specs import ALIGNMENT, CPU, DTYPES
+from interop_core.declare.predicates import Needs
+from interop_core.declare.specs import ALIGNMENT, CPU, DTYPES
 
 __all__ = ["PyArray", "interop_converters", "interop_frameworks"]
 

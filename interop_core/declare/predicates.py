@@ -1,0 +1,150 @@
+"""Declarative converter predicates: state what an edge needs, get a predicate with reasons.
+
+``ConverterSpec(accepts=Needs(layouts={"C"}, aligned=True))`` refuses any PlanKey that
+breaks a condition and says which one, in words a user can act on. A Needs reads only
+PlanKey fields, so the plan cache stays faithful.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import DTYPE, FLAG, GLOBAL_FLAG, LAYOUT, READONLY, UNALIGNED, VARIANT, Reason
+from .specs import ALIGNMENT, ARRAY, PlanKey
+
+#: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
+OPAQUE_FLAGS = frozenset(
+    {"conj", "neg", "sparse", "quantized", "masked", "sharded", "multiprocess", "tracer",
+     "symbolic"}
+)  # fmt: skip
+
+_FLAG_ADVICE = {
+    "conj": "the tensor has its conjugate bit set (call .resolve_conj())",
+    "neg": "the tensor has its negative bit set (call .resolve_neg())",
+    "sparse": "sparse tensors have no dense buffer to share (call .to_dense() first)",
+    "quantized": "quantized tensors have no plain buffer (call .dequantize() first)",
+    "masked": "a masked array would lose its mask (convert .data and .mask separately)",
+    "sharded": "the array is sharded over several devices (gather it onto one device first)",
+    "multiprocess": (
+        "the array spans several processes, so no one process can gather it (pass mesh= for "
+        "a DTensor, or gather it in every process with "
+        "jax.experimental.multihost_utils.process_allgather)"
+    ),
+    "partial": (
+        "the DTensor holds unreduced partial values (a Partial placement); reduce them first "
+        "with dtensor.redistribute(placements=[Replicate()] * mesh.ndim)"
+    ),
+    "tracer": "a traced JAX value has no buffer (convert outside jit/grad/vmap)",
+    "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
+    "requires_grad": "the tensor requires grad",
+    "host_callback": (
+        "the function calls back into Python on the host (a torch function bridged to JAX "
+        "through jax.pure_callback), which cannot be exported or serialized"
+    ),
+}
+
+_UNALIGNED = Reason(
+    f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)", UNALIGNED
+)
+
+
+@dataclass(frozen=True)
+class GlobalFlag:
+    """A process-wide switch of a consumer that must be on for some dtypes.
+
+    JAX's ``jax_enable_x64`` is the model: without it JAX narrows 64-bit inputs. The plan
+    cache keys a request by ``read()`` only when its dtype is in ``dtypes``, so the flag
+    costs nothing on routes that do not depend on it.
+    """
+
+    #: The flag's current value (True: the dtypes are accepted).
+    read: Callable[[], bool]
+    dtypes: frozenset[str]
+    #: The refusal, with ``{dtype}`` filled in: what is off and how to turn it on.
+    reason: str
+    #: The switch's name, for records and messages ("jax_enable_x64").
+    name: str = ""
+
+
+_WRITABLE_ALIAS = (
+    "the memory is read-only and the consumer cannot mark a result read-only: writes "
+    "through it would reach protected memory (or crash, for a read-only memory map)"
+)
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Conditions a converter needs of its input; calling it gives None or the refusal reason."""
+
+    #: Layout classes accepted, and the reason given for the others.
+    layouts: frozenset[str] = frozenset({"C", "F", "strided", "negative", "broadcast"})
+    layout_reason: str = ""
+    #: dtypes refused, and why.
+    no_dtypes: frozenset[str] = frozenset()
+    dtype_reason: str = ""
+    #: When set, only these dtypes are accepted (for dtype-specific variants).
+    only_dtypes: frozenset[str] | None = None
+    #: The consumer shares memory only with 64-byte aligned buffers (JAX on CPU).
+    aligned: bool = False
+    #: The consumer cannot mark what it imports read-only, so sharing read-only memory
+    #: would let writes reach memory its owner protects (a bytes object; a read-only mmap,
+    #: where the write is a SIGSEGV): refused, whatever ``copy`` says (rule 8).
+    writable: bool = False
+    #: The producer cannot export read-only memory at all.
+    no_readonly: bool = False
+    #: Flags refused (see OPAQUE_FLAGS) and flags that must all be present.
+    no_flags: frozenset[str] = OPAQUE_FLAGS | {"requires_grad"}
+    flags: frozenset[str] = frozenset()
+    #: A global flag that must be on for some dtypes (JAX's x64), see :class:`GlobalFlag`.
+    flag: GlobalFlag | None = None
+    #: An extra condition: returns a reason to refuse, or None.
+    extra: Callable[[PlanKey], str | None] | None = None
+
+    def __call__(self, key: PlanKey) -> str | None:
+        """None when ``key`` meets every condition, else the first reason it does not."""
+        # Variant mismatches first: another edge of the same pair handles those keys.
+        if self.only_dtypes is not None and key.dtype not in self.only_dtypes:
+            return Reason(f"handles only {', '.join(sorted(self.only_dtypes))}", VARIANT)
+        missing = self.flags - key.flags
+        if missing:
+            return Reason(f"handles only arrays with {', '.join(sorted(missing))}", VARIANT)
+        if key.dtype in self.no_dtypes:
+            return Reason(self.dtype_reason or f"cannot take dtype {key.dtype}", DTYPE)
+        switch = self.flag
+        if switch is not None and key.dtype in switch.dtypes and not switch.read():
+            return Reason(switch.reason.format(dtype=key.dtype), GLOBAL_FLAG, switch.name)
+        if key.flags:
+            for flag in sorted(key.flags & self.no_flags):
+                return Reason(_FLAG_ADVICE.get(flag, f"the array has flag {flag!r}"), FLAG, flag)
+        if key.kind != ARRAY:  # functions, pipelines: no buffer, so no array traits
+            return self.extra(key) if self.extra is not None else None
+        if key.layout not in self.layouts:
+            return Reason(self.layout_reason or f"cannot take a {key.layout}-layout array", LAYOUT)
+        if self.aligned and not key.aligned:
+            return _UNALIGNED
+        if self.no_readonly and key.readonly:
+            return Reason("the producer refuses to export read-only memory", READONLY)
+        if self.writable and key.readonly:
+            return Reason(_WRITABLE_ALIAS, READONLY)
+        if self.extra is not None:
+            return self.extra(key)
+        return None
+
+
+def reads_flag(accepts: Callable[[PlanKey], str | None], dtype: str) -> GlobalFlag | None:
+    """The global flag the verdict of ``accepts`` on a ``dtype`` array turns on, if any."""
+    flag = accepts.flag if isinstance(accepts, Needs) else None
+    return flag if flag is not None and dtype in flag.dtypes else None
+
+
+def reads_alignment(accepts: Callable[[PlanKey], str | None], reason: str | None) -> bool:
+    """Could the verdict ``reason`` of ``accepts`` change with the key's alignment alone?
+
+    Exact for a :class:`Needs` without ``extra``: an acceptance turns on alignment only if it
+    needs it, and a refusal for any other reason stands either way. Any other predicate
+    might read it, so the answer is yes.
+    """
+    if not isinstance(accepts, Needs) or accepts.extra is not None:
+        return True
+    return accepts.aligned and (reason is None or getattr(reason, "category", "") == UNALIGNED)

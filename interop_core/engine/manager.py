@@ -1,0 +1,129 @@
+"""The plugin manager: built-ins from an explicit list, third parties from entry points.
+
+Modelled on tox 4 and pytest: built-in plugins are registered from a fixed list, each
+entry point of the ``interop_core`` group is loaded on its own so that a broken one is
+dropped with a warning naming it and its distribution, and
+``INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD=1`` turns entry-point loading off.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from typing import Any, NamedTuple
+
+import pluggy
+
+from ..declare import hookspecs
+from ..declare.errors import PluginError, PluginWarning
+
+ENTRY_POINT_GROUP = "interop_core"
+DISABLE_AUTOLOAD_ENV = "INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD"
+
+#: Built-in plugins, registered in this order.
+BUILTIN_PLUGINS = (
+    "interop_plugins.frameworks.numpy",
+    "interop_plugins.frameworks.torch",
+    "interop_plugins.frameworks.jax",
+    "interop_plugins.frameworks.tensorflow",
+    "interop_plugins.frameworks.cupy",
+    "interop_plugins.exchange.dlpack",
+    "interop_plugins.exchange.protocols",
+    "interop_plugins.kinds.callables",
+    "interop_plugins.kinds.iterators",
+    "interop_plugins.bridges.jax_tf",
+    "interop_plugins.bridges.jax_torch",
+    "interop_plugins.bridges.torch_tf",
+    "interop_plugins.bridges.torchax_bridge",
+    "interop_plugins.kinds.dali",
+    "interop_plugins.exchange.sharding",
+)
+
+
+class DroppedPlugin(NamedTuple):
+    """A plugin that could not be loaded, and why."""
+
+    name: str
+    distribution: str
+    reason: str
+
+
+def autoload_disabled() -> bool:
+    """True when the environment switch turns entry-point loading off."""
+    return os.environ.get(DISABLE_AUTOLOAD_ENV, "").strip().lower() not in ("", "0", "false", "no")
+
+
+class InteropPluginManager(pluggy.PluginManager):
+    """A pluggy PluginManager that counts changes and loads entry points in isolation."""
+
+    def __init__(self) -> None:
+        super().__init__(hookspecs.PROJECT)
+        self.add_hookspecs(hookspecs)
+        self.generation = 0
+        self.dropped: list[DroppedPlugin] = []
+        self.distributions: dict[str, str] = {}
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        """Register a plugin and bump the generation so plans are rebuilt."""
+        try:
+            result = super().register(plugin, name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise PluginError(f"Cannot register plugin {name or plugin!r}: {exc}") from exc
+        self.generation += 1
+        return result
+
+    def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
+        """Unregister a plugin and bump the generation so plans are rebuilt."""
+        result = super().unregister(plugin, name)
+        self.generation += 1
+        return result
+
+    def load_builtins(self, modules: tuple[str, ...] = BUILTIN_PLUGINS) -> None:
+        """Register the built-in plugin modules from the explicit list."""
+        for modname in modules:
+            self.register(importlib.import_module(modname), name=modname)
+            self.distributions[modname] = "interop-core"
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Load each entry point of ``group`` on its own; drop (and warn about) broken ones."""
+        if autoload_disabled():
+            return
+        from importlib import metadata  # ~30 ms: only when entry points are loaded
+
+        for ep in metadata.entry_points(group=group):
+            dist = ep.dist.name if ep.dist is not None else "unknown distribution"
+            if self.is_blocked(ep.name):
+                continue
+            if self.get_plugin(ep.name) is not None:
+                if self.distribution_of(ep.name) != dist:
+                    warnings.warn(
+                        f"interop_core ignored entry point {ep.name!r} of distribution {dist!r}: "
+                        f"the name is taken by {self.distribution_of(ep.name) or 'a plugin'!r}. "
+                        "Rename the entry point.",
+                        PluginWarning,
+                        stacklevel=2,
+                    )
+                continue
+            try:
+                plugin = ep.load()
+                self.register(plugin, name=ep.name)
+            except Exception as exc:  # a broken third-party plugin must not break the rest
+                self.drop(ep.name, dist, f"{type(exc).__name__}: {exc}")
+                continue
+            self.distributions[ep.name] = dist
+
+    def drop(self, name: str, distribution: str, reason: str) -> None:
+        """Unregister a misbehaving plugin, remember why, and warn naming it."""
+        if self.get_plugin(name) is not None:
+            self.unregister(name=name)
+        self.dropped.append(DroppedPlugin(name, distribution, reason))
+        warnings.warn(
+            f"interop_core dropped plugin {name!r} (distribution {distribution!r}): {reason}",
+            PluginWarning,
+            stacklevel=3,
+        )
+
+    def distribution_of(self, name: str) -> str:
+        """The distribution that provided plugin ``name`` ('' when registered at run time)."""
+        return self.distributions.get(name, "")

@@ -1,0 +1,146 @@
+"""The plan cache: what the warm path of ``to()`` looks up, and the code that fills it.
+
+One :class:`PlanCache` belongs to one registry state (a register/unregister starts a new,
+empty one). The warm path reads only :attr:`PlanCache.plain` (device=None, copy=None) or
+:attr:`PlanCache.fast` (any other device or copy):
+
+    plain[target as given][type(x)] -> (key function, runners)
+    fast[type(x), target as given, device as given, copy] -> (key function, runners)
+    runners[key(x)] -> the route's runner
+
+The key function reads exactly what the converters' predicates read (rule: the cache is
+faithful): the framework's ``key(x)``, or ``aligned_key(x)`` when the route turns on the
+64-byte alignment of the data. A route that turns on a global flag (JAX's x64) gets a
+runner guarded by the flag's value at planning time; other routes never read it.
+
+Entries keyed by a class made at run time (a class defined in a function, a MagicMock's)
+do not keep it alive and are bounded in number (:class:`~interop_core.engine.detect.TypeTable`);
+classes their module names are keys themselves, so the warm lookup stays an identity test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, NamedTuple
+
+from ..declare.predicates import GlobalFlag
+from ..declare.specs import ConverterSpec, FrameworkSpec, PlanKey
+from .detect import TypeTable
+from .planner import Plan, Route, Runner, Search
+
+KeyFn = Callable[[Any], Hashable]
+#: (type(obj), target as given, device as given, copy): the warm path's first lookup.
+FastKey = tuple[Any, ...]
+#: (start node, target name, goal device): what a route is planned for.
+RouteKey = tuple[PlanKey, str, str]
+
+
+class StalePlan(Exception):
+    """A guarded runner found a global flag changed since its route was planned."""
+
+
+class Slot(NamedTuple):
+    """The plans of one (source type, target, device as asked, copy) request."""
+
+    keyfn: KeyFn
+    runners: dict[Hashable, Runner]
+    plans: dict[Hashable, Plan]
+    by_alignment: bool
+
+
+class PlanCache:
+    """Plans by request, loaded converter functions and converters that failed at run time."""
+
+    __slots__ = ("failed", "fast", "loaded", "plain", "requests", "slots", "types")
+
+    def __init__(self) -> None:
+        #: The warm path for device=None, copy=None: target -> type -> (key function, runners
+        #: by key); one-object keys hash faster than a tuple.
+        self.plain: dict[Any, dict[type, tuple[KeyFn, dict[Hashable, Runner]]]] = {}
+        #: The warm path for the other requests: FastKey -> (key function, runners by key).
+        self.fast: dict[FastKey, tuple[KeyFn, dict[Hashable, Runner]]] = {}
+        #: (type, target name, device as asked, copy) -> Slot; shared by fast entries that
+        #: name the target differently ("tf", "tensorflow", the module).
+        self.slots: dict[tuple[Any, ...], Slot] = {}
+        #: Converters that failed with BufferError/NotImplementedError, per route key: each
+        #: failure is warned about once (the route is re-planned for that object only).
+        self.failed: dict[RouteKey, frozenset[tuple[str, str]]] = {}
+        #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
+        self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
+        #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
+        #: option names given, the opt-in options passed truthy): what planning depends on.
+        self.requests: dict[
+            tuple[RouteKey, tuple[str, ...], frozenset[str]], tuple[Route, Search]
+        ] = {}
+        #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
+        #: is not kept alive by them, and only so many such classes are kept at once.
+        self.types = TypeTable()
+
+    def store(
+        self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
+        by_alignment: bool,
+    ) -> None:  # fmt: skip
+        """Cache ``plan`` for ``obj``'s key and point the warm-path entry at it."""
+        typ, target_given, device, copy = fast_key
+        slot_key = (typ, target, device, copy)
+        slot = self.slots.get(slot_key)
+        by_alignment = by_alignment and spec.aligned_key is not None
+        if slot is None or (by_alignment and not slot.by_alignment):  # once by alignment, always
+            keyfn = spec.aligned_key if by_alignment and spec.aligned_key else spec.key
+            slot = Slot(keyfn, {}, {}, by_alignment)
+            self.types.put(self.slots, typ, slot_key, slot)
+        try:
+            k = slot.keyfn(obj)
+            slot.runners[k] = guarded(plan.run, plan.flags) if plan.flags else plan.run
+            slot.plans[k] = plan
+            entry = (slot.keyfn, slot.runners)
+            if device is None and copy is None:
+                self.types.put(self.plain.setdefault(target_given, {}), typ, typ, entry)
+            else:
+                self.types.put(self.fast, typ, fast_key, entry)
+        except Exception:  # an unhashable or unreadable key: this object stays on the slow path
+            pass
+
+    def cached_plan(self, obj: Any, target: str, fast_key: FastKey) -> Plan | None:
+        """The plan the warm path ran for ``obj`` (None when it has none)."""
+        slot = self.slots.get((fast_key[0], target, fast_key[2], fast_key[3]))
+        return slot.plans.get(slot.keyfn(obj)) if slot is not None else None
+
+    def first_failure(self, key: RouteKey, edge: ConverterSpec) -> bool:
+        """Record that ``edge`` failed on a route for ``key``; True the first time."""
+        ident = (edge.plugin, edge.name)
+        known = self.failed.get(key, frozenset())
+        if ident in known:
+            return False
+        self.failed[key] = known | {ident}
+        return True
+
+    def load(
+        self, edge: ConverterSpec, loader: Callable[[ConverterSpec], Callable[..., Any]]
+    ) -> Any:
+        """``edge``'s conversion function, loaded once per registry state."""
+        func = self.loaded.get(edge)
+        if func is None:
+            func = self.loaded[edge] = loader(edge)
+        return func
+
+
+def guarded(run: Runner, flags: tuple[GlobalFlag, ...]) -> Runner:
+    """``run`` checking first that the flags still hold the values it was planned with."""
+    if len(flags) == 1:
+        read, expected = flags[0].read, flags[0].read()
+
+        def one(x: Any) -> Any:
+            if read() != expected:
+                raise StalePlan
+            return run(x)
+
+        return one
+    values = tuple(f.read() for f in flags)
+
+    def many(x: Any) -> Any:
+        if tuple(f.read() for f in flags) != values:
+            raise StalePlan
+        return run(x)
+
+    return many

@@ -1,0 +1,536 @@
+"""Planning and running the route for one array: the slow path behind ``to()``.
+
+A :class:`Request` records what is asked (the source array's description, the target,
+the device with its index, copy, options). The router plans its route, binds the
+converters, stores the runner in the plan cache and runs it. A step that fails is never
+run again in the same call: BufferError/NotImplementedError exclude its converter for that
+request until the registry changes (one warning) and the route is re-planned; any other
+exception becomes a ConversionError naming the converter and its plugin.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from ..declare.context import CallContext
+from ..declare.errors import (
+    ConversionError,
+    CopyRequiredError,
+    FrameworkNotInstalledError,
+    InteropError,
+    NoRouteError,
+    OptionError,
+    RefusedEdge,
+    framework_failures,
+)
+from ..declare.specs import (
+    ANY,
+    ARRAY,
+    CPU,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    PlanKey,
+    TensorInfo,
+    device_kind,
+)
+from ..declare.errors import DeviceError, PluginWarning
+from .plancache import FastKey, RouteKey, StalePlan
+from .planner import Plan, Route, Runner, Search, make_route
+from .registry import State
+
+
+class Request(NamedTuple):
+    """One conversion asked of the router."""
+
+    #: The source array's description (the start node); for other kinds, only its
+    #: framework and flags are meaningful.
+    info: TensorInfo
+    source: FrameworkSpec
+    target: FrameworkSpec
+    #: The goal device with its index (the source's device when None was asked); None for
+    #: an object bound to no device (a function) when none was asked.
+    device: Device | None
+    copy: bool | None
+    #: The options of the call, sorted by name.
+    options: tuple[tuple[str, Any], ...] = ()
+    kind: str = ARRAY
+    #: What the object is, for messages (kinds other than arrays).
+    description: str = ""
+    #: The kind of the result when it differs from ``kind`` (a pipeline: "iterator").
+    result_kind: str = ""
+
+    @property
+    def start(self) -> PlanKey:
+        """The node the route starts from."""
+        if self.kind == ARRAY:
+            return self.info.plan_key(self.copy)
+        name, flags = self.source.name, self.info.flags
+        return PlanKey(name, self.goal, "", "", False, True, flags, self.copy, self.kind)
+
+    @property
+    def opted_in(self) -> frozenset[str]:
+        """The options passed with a value other than None or False (they open ``opt_in``
+        edges). Never ``bool(value)``: arrays and shape structs refuse to be truth-tested."""
+        return frozenset(
+            name for name, value in self.options if value is not None and value is not False
+        )
+
+    @property
+    def goal(self) -> str:
+        """The goal device as a string ("" for none)."""
+        return "" if self.device is None else str(self.device)
+
+    @property
+    def route_key(self) -> RouteKey:
+        """What the route depends on: the start node, the target and the goal device."""
+        return (self.start, self.target.name, self.goal)
+
+    def what(self) -> str:
+        """The request in words, for messages."""
+        if self.kind != ARRAY:
+            where = f" on {self.device}" if self.device is not None else ""
+            kind = self.result_kind or self.kind
+            return f"from {self.description} to a {self.target.name} {kind}{where}"
+        info = self.info
+        shape = "x".join(map(str, info.shape)) or "0-d"
+        return (
+            f"from {info.framework} {info.dtype} {shape} ({info.layout} layout) on "
+            f"{info.device} to {self.target.name} on {self.device}"
+        )
+
+
+def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
+    """The spec's description of ``obj``, with a framework failure turned into an InteropError."""
+    what = f"Plugin {spec.plugin!r} could not describe this {spec.name} object"
+    with framework_failures(f"{what} ({type(obj).__name__})"):
+        return spec.describe(obj)
+
+
+def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
+    """What the route converts for ``obj``: its spec's snapshot (the producer asked once),
+    or ``obj`` itself; a producer's failure becomes an InteropError."""
+    if spec.snapshot is None:
+        return obj
+    what = f"Could not read the {spec.name} array a {type(obj).__name__} describes"
+    with framework_failures(f"{what} (plugin {spec.plugin!r})"):
+        return spec.snapshot(obj)
+
+
+def request(
+    obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any] | None = None,
+) -> Request:  # fmt: skip
+    """Describe ``obj`` and record what is asked of it."""
+    info = describe(source, obj)
+    opts = tuple(sorted(options.items())) if options else ()
+    goal = device or home(target, info.device, info.framework)
+    return Request(info, source, target, goal, copy, opts)
+
+
+def home(target: FrameworkSpec, here: Device, source: str = "") -> Device:
+    """Where ``device=None`` sends an array of framework ``source`` now on ``here``: it
+    stays, unless ``target`` cannot hold arrays on that kind of device (numpy and a GPU):
+    then its default kind. A host device's index is its framework's own (JAX's cpu:3 is
+    nothing to torch), so an array crossing to another framework lands on its "cpu"."""
+    kinds = target.device_kinds
+    if kinds and here.kind not in kinds:
+        return Device(kinds[0])
+    return CPU if here.kind == "cpu" and here.index and target.name != source else here
+
+
+def visible_devices(st: State, name: str) -> tuple[str, ...] | None:
+    """The devices framework ``name`` sees, asked once per registry build (None when its
+    spec does not say, or asking failed)."""
+    if name in st.visible:
+        return st.visible[name]
+    spec = st.frameworks.get(name)
+    found = None
+    if spec is not None and spec.devices is not None and st.installed.get(name, False):
+        try:
+            found = tuple(spec.devices())
+        except Exception:  # a framework that fails to start: let its converters say why
+            found = None
+    st.visible[name] = found
+    return found
+
+
+def device_refusal(st: State, name: str, device: str) -> str | None:
+    """Why framework ``name`` cannot hold an array on ``device`` here (None: it can)."""
+    seen = visible_devices(st, name)
+    if seen is None or device in seen:
+        return None
+    return f"{name} sees no {device} device on this machine (it sees: {', '.join(seen) or 'none'})"
+
+
+def object_request(
+    kind: KindSpec, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any],
+) -> Request:  # fmt: skip
+    """Record what is asked of an object of a kind other than arrays (a function, ...)."""
+    info = TensorInfo(source.name, "", device or CPU, (), "", False, True, kind.flags)
+    what = kind.description or f"a {source.name} {kind.kind}"
+    opts = tuple(sorted(options.items()))
+    return Request(info, source, target, device, copy, opts, kind.kind, what, kind.becomes)
+
+
+def _unavailable(obj: Any) -> Any:
+    raise TypeError("objects of no framework have no array description")
+
+
+#: The source of objects that belong to no framework (``KindSpec.framework == ANY``).
+ANY_SOURCE = FrameworkSpec(
+    ANY, (), _unavailable, _unavailable, _unavailable, frozenset(), target=False,
+    plugin="interop_core",
+)  # fmt: skip
+
+
+def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
+    """The refusals that decided the outcome: those of edges into the target, if any."""
+    into = [r for r in refused if r.edge.endswith(f"->{target}")]
+    return into or refused
+
+
+def find_route(
+    st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()
+) -> tuple[Route, Search]:
+    """The cheapest route for ``req`` and the search that found it, leaving out the
+    ``excluded`` (plugin, converter) pairs; raises when there is none."""
+    info, target = req.info, req.target
+    if req.kind == ARRAY and info.dtype not in target.dtypes and info.framework != target.name:
+        reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
+                             f"{target.name} has no dtype {info.dtype}")  # fmt: skip
+        raise NoRouteError(
+            req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
+        )
+    start, goal = req.start, req.goal
+    if req.kind == ARRAY and goal != "cpu":  # every framework holds host arrays on "cpu"
+        _check_device(st, req, goal)
+    goal_kind, opted_in = req.result_kind, req.opted_in
+    # An opt-in edge into the target that marks its result asks for such a result
+    # (mesh=: a DTensor, not any torch tensor).
+    asked = [
+        e for e in st.declared
+        if e.opt_in in opted_in and e.adds_flags and e.target == target.name
+        and e.kind == req.kind
+    ] if opted_in else []  # fmt: skip
+    goal_flags = frozenset().union(*(e.adds_flags for e in asked))
+    sees = functools.partial(device_refusal, st)
+    found = st.graph.search(
+        start, target.name, goal, excluded, opted_in, goal_kind, goal_flags, sees
+    )
+    if not found.found:
+        relevant = _relevant(found.refused, target.name)
+        if (
+            req.copy is False
+            and st.graph.search(
+                start._replace(copy=None), target.name, goal, excluded, opted_in, goal_kind,
+                goal_flags, sees,
+            ).found
+        ):  # fmt: skip
+            raise CopyRequiredError(req.what(), found.refused, relevant)
+        advice = ""
+        if asked:
+            options = ", ".join(sorted({f"{e.opt_in}=" for e in asked}))
+            makers = "; ".join(f"{e.name} [{e.edge}]" for e in asked)
+            advice = f"{options} asks for a result only these converters make: {makers}."
+        elif req.kind == ARRAY and req.device != info.device:
+            advice = (
+                f"{goal} is reached only by a device move that accepts this array; "
+                "`python -m interop_core doctor` lists the devices each framework sees."
+            )
+        raise NoRouteError(req.what(), found.refused, advice, relevant)
+    _check_options(st, req, found)
+    info_or_none = info if req.kind == ARRAY else None
+    route = make_route(info_or_none, start, target.name, goal, found.path, found.refused, goal_kind)
+    return route, found
+
+
+def _check_device(st: State, req: Request, goal: str) -> None:
+    """The target must see the goal device (asked here, before any search, for a clear
+    error). A host device no framework sees (cpu:99) is a DeviceError: no route helps."""
+    target = req.target.name
+    unseen = device_refusal(st, target, goal)
+    if device_kind(goal) == "cpu" and (unseen is not None or visible_devices(st, target) is None):
+        found = {n: visible_devices(st, n) for n in st.frameworks if st.installed.get(n)}
+        listed = {n: seen for n, seen in found.items() if seen is not None}
+        if listed and not any(goal in seen for seen in listed.values()):
+            lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
+            raise DeviceError(
+                f"device={goal!r}: no framework here has such a device.\nThe devices each "
+                f"sees: {lines}. (JAX makes several host devices only when started with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N.)"
+            )
+    if unseen is None:
+        return
+    seen = visible_devices(st, target)
+    raise NoRouteError(
+        req.what(),
+        [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen)],
+        f"Pass device= one of {', '.join(seen)}."
+        if seen
+        else f"No {target} array can be made on this machine: {target} finds no device.",
+    )
+
+
+def _check_options(st: State, req: Request, found: Search) -> None:
+    """Every option of ``req`` must be declared by an edge of the route found."""
+    taken = {name for _, e, _ in found.path for name in e.options}
+    # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
+    # route is cheapest, unless the edge marks its result and is opted in: then the option
+    # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
+    opted = req.opted_in
+    opt_ins = {
+        e.opt_in for e in st.declared
+        if e.opt_in and e.kind == req.kind and not (e.adds_flags and e.opt_in in opted)
+    }  # fmt: skip
+    unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
+    if not unknown:
+        return
+    # The edges that take these options; when none does, every edge for such objects that
+    # takes any.
+    takers = [e for e in st.declared if set(unknown) & set(e.options)] or [
+        e for e in st.declared if e.options and e.kind == req.kind
+    ]
+    route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
+    # A misspelt name is the usual cause: suggest the close names valid on this route.
+    import difflib
+
+    valid = {"device", "copy", "dtype", "source", *taken, *opt_ins}
+    close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
+    guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
+    # The first line stays short; the listings follow, one item per line.
+    lines = [
+        f"Unknown option(s) {', '.join(unknown)} for the route {route}: "
+        + (guess if close else "no converter on it takes them."),
+        f"The route ({req.what()}) takes "
+        + (f"the options {', '.join(f'{n}=' for n in sorted(taken))}" if taken else "no options")
+        + "; to() itself takes device=, copy=, dtype= and source=.",
+    ]
+    # An edge that takes the option but was refused says why the route could not use it.
+    wanting = {(e.name, e.plugin) for e in takers if set(unknown) & set(e.options)}
+    refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
+               if (r.converter, r.plugin) in wanting]  # fmt: skip
+    if refused:
+        lines += ["Refused on this route:", *refused]
+    if "dtype" not in unknown:  # options are no way to cast: say how to
+        lines.append(
+            "to() never casts: the result keeps the source's dtype unless dtype= is given."
+        )
+    listing = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers]
+    none = f"No converter takes options for {req.kind}s."
+    lines += ["Options are taken by:", *listing] if listing else [none]
+    raise OptionError("\n".join(lines))
+
+
+def plan(st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:
+    """The cheapest route for ``req``, bound to its functions; raises when there is none."""
+    return bind(st, req, *find_route(st, req, excluded))
+
+
+def bind(st: State, req: Request, route: Route, found: Search) -> Plan:
+    """The plan that runs ``route`` (found by ``found``) for ``req``: its steps' functions
+    loaded and bound to the request's device and options."""
+    edges = tuple(e for _, e, _ in found.path)
+    load = _loader(st)
+    funcs = tuple(_bind(st, req, e, st.cache.load(e, load), after) for _, e, after in found.path)
+    by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
+    return Plan(route, funcs, edges, by_alignment, found.flags)
+
+
+def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKey) -> Runner:
+    """The step's function of one argument: a device move gets its Device, an edge that
+    takes a context gets one (its options, the device, a ``to()`` on this snapshot)."""
+    if edge.to_device:
+        return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
+    if not edge.context:
+        return func  # type: ignore[no-any-return]
+    from ..face.api import bound_to  # the public API sits above the router
+
+    assert st.registry is not None, "a state that plans was built by a registry"
+    ctx = CallContext(
+        device=req.device,
+        options=MappingProxyType({k: v for k, v in req.options if k in edge.options}),
+        to=bound_to(st.registry, st),
+        copy=req.copy,
+        target=req.target.name,
+    )
+
+    def step(obj: Any) -> Any:
+        return func(obj, ctx)
+
+    return step
+
+
+def _loader(st: State) -> Callable[[ConverterSpec], Any]:
+    """Loads an edge's function; a missing module names the framework and its install hint."""
+
+    def load(edge: ConverterSpec) -> Any:
+        try:
+            return edge.load()
+        except ImportError as exc:
+            top = (exc.name or "").partition(".")[0]
+            owner = next((s for s in st.frameworks.values() if top and s.import_name == top), None)
+            if owner is None:
+                missing = exc.name or edge.target
+                raise FrameworkNotInstalledError(missing, f"pip install {top or missing}") from exc
+            hint = owner.install_hint or f"pip install {owner.distribution or owner.name}"
+            raise FrameworkNotInstalledError(owner.name, hint) from exc
+        except Exception as exc:
+            raise ConversionError(
+                f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to "
+                f"load: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return load
+
+
+def explain_object(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any] | None = None,
+) -> Route:  # fmt: skip
+    """The Route ``to()`` would take for ``obj``, without converting."""
+    if options and "dtype" in options:
+        return _explain_cast(st, obj, source, target, device, copy, options)
+    return find_route(st, request(obj, source, target, device, copy, options))[0]
+
+
+def _explain_cast(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, options: Mapping[str, Any],
+) -> Route:  # fmt: skip
+    """explain_object() with ``dtype=`` (a Cast, from api._prepare): the cast is a step of
+    its own around a route planned as for an array of the cast dtype."""
+    from .casting import explain_cast  # only calls with dtype= need it
+
+    rest = {k: v for k, v in options.items() if k != "dtype"}
+    req = request(obj, source, target, device, copy, rest)
+    return explain_cast(
+        req.info, source, target, copy, options["dtype"],
+        lambda info, c: find_route(st, req._replace(info=info, copy=c))[0],
+    )  # fmt: skip
+
+
+def convert(
+    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
+    copy: bool | None, fast_key: FastKey | None, options: Mapping[str, Any] | None = None,
+) -> Any:  # fmt: skip
+    """Plan the route for ``obj``, cache its runner, and run it.
+
+    ``fast_key`` is the warm-path key (type, target, device, copy) as the user gave them,
+    or None when they are not hashable or options were given (nothing is cached then).
+    """
+    req = request(obj, source, target, device, copy, options)
+    the_plan = plan(st, req)
+    if fast_key is not None:
+        _store(st, obj, req, the_plan, fast_key)
+    return run(st, req, obj, the_plan)
+
+
+def convert_object(st: State, obj: Any, req: Request) -> Any:
+    """Plan (or reuse the route of) a request for a function or another non-array kind,
+    bind it to this request's options and run it. Such objects are converted once and used
+    many times, so they skip the warm path. The route depends on the option names and the
+    opt-ins, never on the values (``output_map=[...]`` need not be hashable): it is cached
+    by those, and only binding (microseconds) is repeated."""
+    key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in)
+    found = st.cache.requests.get(key)
+    if found is None:
+        found = st.cache.requests[key] = find_route(st, req)
+    return run(st, req, obj, bind(st, req, *found))
+
+
+def run(
+    st: State, req: Request, obj: Any, the_plan: Plan,
+    excluded: frozenset[tuple[str, str]] = frozenset(),
+) -> Any:  # fmt: skip
+    """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
+    try:
+        return the_plan.run(obj)
+    except Exception as exc:
+        return recover(st, req, obj, the_plan, exc, excluded)
+
+
+def recover(
+    st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception,
+    excluded: frozenset[tuple[str, str]] = frozenset(),
+) -> Any:  # fmt: skip
+    """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
+
+    BufferError/NotImplementedError: the route is re-planned without that converter for
+    this object only (warned once per route): one object's refusal never changes the route
+    of another, so the cache keeps the plan. An InteropError raised on purpose by a
+    converter passes through; anything else is a ConversionError.
+    """
+    edge, error = the_plan.failed_step(exc)
+    if isinstance(error, InteropError):
+        raise error
+    if not edge.rerun or not isinstance(error, (BufferError, NotImplementedError)):
+        raise ConversionError(_failure(edge, req, error)) from error
+    if st.cache.first_failure(req.route_key, edge):
+        warnings.warn(
+            _failure(edge, req, error) + " It is left out of the route for this object "
+            "(other objects still try it; this warning is given once).",
+            PluginWarning,
+            stacklevel=5,
+        )
+    excluded = excluded | {(edge.plugin, edge.name)}
+    try:
+        again = plan(st, req, excluded)
+    except InteropError as no_route:
+        raise ConversionError(
+            _failure(edge, req, error) + f" Without it there is no route: {no_route}"
+        ) from error
+    return run(st, req, obj, again, excluded)
+
+
+def warm_failure(
+    st: State, obj: Any, target: FrameworkSpec, device: Device | None, copy: bool | None,
+    fast_key: FastKey, exc: Exception,
+) -> Any:  # fmt: skip
+    """A cached runner raised ``exc``: handle it without running the failed step again."""
+    source = st.detect(obj)
+    if source is None:  # cached, so detected before: cannot happen
+        raise exc
+    the_plan = st.cache.cached_plan(obj, target.name, fast_key)
+    if the_plan is None or isinstance(exc, StalePlan):
+        # A global flag changed since planning (or the entry is gone): plan afresh.
+        return convert(st, obj, source, target, device, copy, fast_key)
+    return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc)
+
+
+def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
+    info = req.info
+    what = (
+        f"a {info.dtype} {info.layout} array of shape {info.shape}"
+        if req.kind == ARRAY
+        else req.description
+    )
+    return (
+        f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed on "
+        f"{what}: {type(exc).__name__}: {exc}."
+    )
+
+
+def _store(st: State, obj: Any, req: Request, the_plan: Plan, fast_key: FastKey) -> None:
+    """Cache the runner under the key the route's predicates read."""
+    # Alignment costs too much to read on every call: key by it only when the route turns
+    # on it. The search knows when it does, and when it might: then plan the other.
+    by_alignment = the_plan.by_alignment == "yes"
+    if the_plan.by_alignment == "maybe" and req.source.aligned_key is not None:
+        flipped = req._replace(info=req.info._replace(aligned=not req.info.aligned))
+        try:
+            by_alignment = plan_edges(st, flipped) != the_plan.edges
+        except InteropError:
+            by_alignment = True  # that alignment has no route at all
+    st.cache.store(obj, req.source, req.target.name, fast_key, the_plan, by_alignment)
+
+
+def plan_edges(st: State, req: Request) -> tuple[ConverterSpec, ...]:
+    """The edges of the route ``req`` would take (nothing is loaded)."""
+    return tuple(e for _, e, _ in find_route(st, req)[1].path)

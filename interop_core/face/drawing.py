@@ -1,0 +1,269 @@
+"""The converter graph as text: Graphviz DOT or a Mermaid flowchart, or rendered by Graphviz.
+
+Frameworks are the nodes, each converter an edge labelled with its name (solid: zero-copy,
+dashed: copy, dotted: function bridges; loops: in-framework copies and device moves),
+coloured by plugin.
+
+Imported by the command line only; drawing the graph imports no framework.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from .. import __version__
+from ..declare.specs import ANY, ARRAY, ConverterSpec, FrameworkSpec
+from ..engine.registry import Registry
+from ..engine.router import ANY_SOURCE
+
+#: Edge colours, one per plugin (cycled).
+_PALETTE = (
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+)  # fmt: skip
+
+#: ``--output`` suffixes: rendered by Graphviz, or written as text in a format.
+_RENDERED = ("svg", "png", "pdf")
+_TEXT = {"dot": "dot", "gv": "dot", "mmd": "mermaid"}
+
+
+class OutputError(Exception):
+    """The graph cannot be written to a file as asked (exit status 2 of ``graph``)."""
+
+
+def graph_parts(
+    reg: Registry, include_all: bool
+) -> tuple[list[FrameworkSpec], list[ConverterSpec]]:
+    """The frameworks (nodes) and converters (edges) ``graph`` draws.
+
+    Only what is usable with the installed frameworks, or with ``include_all`` every
+    framework and every valid converter the plugins declare.
+    """
+    st = reg.state
+    if include_all:
+        nodes, edges = list(st.frameworks.values()), list(st.declared)
+    else:
+        edges = list(st.graph.edges)
+        named = {e.source for e in edges} | {e.target for e in edges}
+        nodes = [s for s in st.frameworks.values() if reg.installed(s) or s.name in named]
+    if any(ANY in (e.source, e.target) for e in edges):  # one node stands for every framework
+        nodes.append(ANY_SOURCE)
+    return nodes, edges
+
+
+#: How the node standing for every framework is labelled.
+ANY_LABEL = "any framework"
+
+
+def _edge_label(edge: ConverterSpec) -> str:
+    if edge.kind != ARRAY:  # functions (and later kinds) share the frameworks' nodes
+        return f"{edge.name} ({edge.kind}s)"
+    return f"{edge.name} (to {edge.to_device})" if edge.to_device else edge.name
+
+
+def _edge_style(edge: ConverterSpec) -> str:
+    if edge.kind != ARRAY:
+        return "dotted"
+    return "solid" if edge.zero_copy else "dashed"
+
+
+def _edge_tooltip(edge: ConverterSpec) -> str:
+    kind = (
+        f"{edge.kind} bridge" if edge.kind != ARRAY else "zero-copy" if edge.zero_copy else "copy"
+    )
+    text = (
+        f"{edge.name} [{edge.plugin}]: {edge.source} -> {edge.target}, {kind}, "
+        f"devices {', '.join(sorted(edge.devices))}"
+    )
+    if edge.to_device:
+        text += f", moves to {edge.to_device}"
+    return f"{text}. {edge.note}" if edge.note else text
+
+
+def _dot_quote(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _plugin_colours(edges: Iterable[ConverterSpec]) -> dict[str, str]:
+    plugins = sorted({e.plugin for e in edges})
+    return {p: _PALETTE[i % len(_PALETTE)] for i, p in enumerate(plugins)}
+
+
+def _title(
+    nodes: Sequence[FrameworkSpec], edges: Sequence[ConverterSpec], include_all: bool
+) -> str:
+    which = "declared" if include_all else "usable with the installed frameworks"
+    return (
+        f"interop_core {__version__} converter graph: {len(nodes)} frameworks, "
+        f"{len(edges)} converters ({which})"
+    )
+
+
+def to_dot(reg: Registry, include_all: bool = False) -> str:
+    """The converter graph as Graphviz DOT.
+
+    Nodes are frameworks (dashed and grey when not installed); each converter is one
+    edge labelled with its name, solid when zero-copy, dashed when it copies, coloured
+    by its plugin (legend below the graph, plugin and details in each edge's tooltip).
+    In-framework copies and device moves are self-loops.
+    """
+    nodes, edges = graph_parts(reg, include_all)
+    colours = _plugin_colours(edges)
+    lines = [
+        "digraph interop_core {",
+        f"  // {_title(nodes, edges, include_all)}",
+        f"  graph [rankdir=LR, fontname=Helvetica, fontsize=12, labelloc=t, nodesep=0.6, "
+        f"ranksep=2.2, label={_dot_quote(_title(nodes, edges, include_all))}];",
+        '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname=Helvetica, '
+        "fontsize=14, height=0.9, width=1.5];",
+        "  edge [fontname=Helvetica, fontsize=9, arrowsize=0.7];",
+    ]
+    for spec in nodes:
+        if spec.name == ANY:
+            tip = "edges from or to every framework (iterators: each batch is converted)"
+            attrs = [f"label={_dot_quote(ANY_LABEL)}", f"tooltip={_dot_quote(tip)}",
+                     'style="filled,dotted"', "shape=ellipse"]  # fmt: skip
+            lines.append(f"  {_dot_quote(spec.name)} [{', '.join(attrs)}];")
+            continue
+        attrs = [f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]')}"]
+        if not spec.target:
+            tip = f"{spec.name} [{spec.plugin}]: a source only (to() cannot target it)"
+            attrs = [f"tooltip={_dot_quote(tip)}", 'style="filled"', "shape=ellipse"]
+        if not reg.installed(spec):
+            hint = spec.install_hint or f"pip install {spec.distribution or spec.name}"
+            attrs = [
+                f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]: not installed ({hint})')}",
+                'style="rounded,dashed"',
+                "fontcolor=grey40",
+                "color=grey50",
+            ]
+        lines.append(f"  {_dot_quote(spec.name)} [{', '.join(attrs)}];")
+    for edge in edges:
+        colour = colours[edge.plugin]
+        attrs = [
+            f"label={_dot_quote(_edge_label(edge))}",
+            f"style={_edge_style(edge)}",
+            f'color="{colour}"',
+            f'fontcolor="{colour}"',
+            f"tooltip={_dot_quote(_edge_tooltip(edge))}",
+        ]
+        lines.append(
+            f"  {_dot_quote(edge.source)} -> {_dot_quote(edge.target)} [{', '.join(attrs)}];"
+        )
+    rows = "".join(
+        f'<tr><td align="left"><font color="{c}">&#9472;&#9472; {_html(p)}</font></td></tr>'
+        for p, c in colours.items()
+    )
+    lines += [
+        "  subgraph cluster_legend {",
+        '    label="Legend"; fontsize=10; style=rounded; color=grey70;',
+        '    legend [shape=plaintext, style="", fontsize=10, label=<<table border="0" '
+        'cellspacing="2"><tr><td align="left">solid: zero-copy, dashed: copy, dotted: '
+        "functions, pipelines, iterators; loops: copies and device moves; ovals: sources "
+        "only</td></tr>"
+        f'<tr><td align="left">edge colour: plugin</td></tr>{rows}</table>>];',
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;")
+
+
+def to_mermaid(reg: Registry, include_all: bool = False) -> str:
+    """The converter graph as a Mermaid ``flowchart LR``.
+
+    Same content as :func:`to_dot`: ``-->`` for zero-copy, ``-.->`` for copies, each edge
+    labelled with its converter and plugin; frameworks not installed are drawn dashed.
+    """
+    nodes, edges = graph_parts(reg, include_all)
+    ids: dict[str, str] = {}
+    for spec in nodes:
+        base = "fw_" + re.sub(r"\W", "_", spec.name)
+        ident, n = base, 1
+        while ident in ids.values():
+            n += 1
+            ident = f"{base}_{n}"
+        ids[spec.name] = ident
+    lines = [
+        "flowchart LR",
+        f"  %% {_title(nodes, edges, include_all)}",
+        "  %% solid: zero-copy, dotted: copy, thick: functions, pipelines, iterators; loops: "
+        "copies and device moves; pills: sources only",
+    ]
+    missing = []
+    for spec in nodes:
+        left, right = ("[", "]") if spec.target else ("([", "])")  # sources only: pills
+        name = ANY_LABEL if spec.name == ANY else spec.name
+        lines.append(f'  {ids[spec.name]}{left}"{_mermaid_text(name)}"{right}')
+        if spec.name != ANY and not reg.installed(spec):
+            missing.append(ids[spec.name])
+    for edge in edges:
+        arrow = "==>" if edge.kind != ARRAY else "-->" if edge.zero_copy else "-.->"
+        label = _mermaid_text(f"{_edge_label(edge)}<br/>[{edge.plugin}]")
+        lines.append(f'  {ids[edge.source]} {arrow}|"{label}"| {ids[edge.target]}')
+    if missing:
+        lines.append("  classDef missing stroke-dasharray: 5 5,color:#777")
+        lines.append(f"  class {','.join(missing)} missing")
+    return "\n".join(lines) + "\n"
+
+
+def render(dot_text: str, path: Path) -> None:
+    """Render DOT to ``path`` with Graphviz; the format is the file's suffix."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise OutputError(
+            f"cannot render {path}: Graphviz's 'dot' program is not installed (apt-get install "
+            "graphviz, brew install graphviz or conda install graphviz). Without --output the "
+            "graph is printed as DOT, for any Graphviz viewer."
+        )
+    done = subprocess.run(
+        [dot, f"-T{path.suffix[1:].lower()}", "-o", str(path)],
+        input=dot_text,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise OSError(f"dot failed (exit {done.returncode}) rendering {path}: {done.stderr}")
+
+
+def graph_text(reg: Registry, fmt: str = "dot", include_all: bool = False) -> str:
+    """The converter graph as "dot" (:func:`to_dot`) or "mermaid" (:func:`to_mermaid`) text."""
+    return (to_mermaid if fmt == "mermaid" else to_dot)(reg, include_all)
+
+
+def write_graph(
+    reg: Registry, path: Path, fmt: str | None = None, include_all: bool = False
+) -> None:
+    """Write the graph to ``path`` in the format its suffix names.
+
+    .svg, .png and .pdf are rendered by Graphviz; .dot and .gv are written as DOT text,
+    .mmd as Mermaid. Raises OutputError for another suffix, a ``fmt`` the suffix cannot
+    hold or no Graphviz, and OSError when writing or Graphviz fails.
+    """
+    suffix = path.suffix[1:].lower()
+    if suffix not in (*_RENDERED, *_TEXT):
+        raise OutputError(
+            f"--output {path}: use a .svg, .png or .pdf file (rendered by "
+            "Graphviz) or a .dot, .gv or .mmd file (written as text)."
+        )
+    wanted = _TEXT.get(suffix, "dot")
+    if fmt is not None and fmt != wanted:
+        raise OutputError(f"--format {fmt} cannot be written to a .{suffix} file.")
+    text = graph_text(reg, wanted, include_all)
+    if suffix in _RENDERED:
+        render(text, path)
+    else:
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,810 @@
+"""The conformance kit: :func:`check_framework` checks a framework's plugin against every rule
+the core relies on.
+
+It runs a framework through its description, its warm-path key, its data pointer, its
+zero-copy claims and round trips with every other installed framework, and raises
+:class:`ConformanceError` (an ``AssertionError``) naming the first rule broken. A plugin's
+test suite calls it once; ``interop_core.testing`` re-exports it.
+
+Data pointers and layouts are checked against what a standard protocol says
+(:func:`interop_core.kit.buffers.protocol_view`), read without any plugin. This module imports
+no framework: numpy is imported only when installed, inside the checks, to compare values.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any, NoReturn
+
+from ..declare.errors import (
+    CopyRequiredError,
+    FrameworkNotInstalledError,
+    NoRouteError,
+    PluginWarning,
+)
+from ..declare.predicates import reads_flag
+from ..declare.specs import (
+    ALIGNMENT,
+    DTYPES,
+    ITEMSIZE,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    PlanKey,
+    classify_layout,
+)
+from ..engine.planner import advance
+from ..engine.registry import Registry
+from ..face.api import default_registry, explain, to, using_registry
+from .buffers import ProtocolView, independent_data_ptr, protocol_view
+
+__all__ = ["ConformanceError", "check_framework"]
+
+
+class ConformanceError(AssertionError):
+    """A framework breaks a rule :func:`check_framework` checks; the message says which."""
+
+
+#: Layout classes of TensorInfo.layout (see specs.classify_layout).
+LAYOUTS = frozenset({"C", "F", "strided", "negative", "broadcast"})
+#: The shapes of the two examples built per dtype (the key must not tell them apart).
+_SHAPE, _OTHER_SHAPE = (2, 3), (3, 2)
+
+
+def check_framework(
+    name: str,
+    *,
+    registry: Registry | None = None,
+    others: Iterable[str] | None = None,
+    dtypes: Iterable[str] | None = None,
+) -> list[str]:
+    """Check that framework ``name`` keeps every promise the core relies on.
+
+    For each dtype (``dtypes``, default: every dtype the spec holds, less those a global flag
+    refuses right now) it builds examples with ``spec.example`` and checks:
+
+    - ``describe()`` agrees with the array: framework name, the dtype asked for (one of
+      ``spec.dtypes``), shape, a layout class, ``aligned`` and the device, each also against
+      what a standard protocol says when the array exposes one;
+    - ``key(x)`` is hashable, stable, the same for two arrays of one dtype and layout (other
+      shape and values), and never the same for two arrays whose PlanKeys differ (so it
+      differs between dtypes); ``aligned_key`` likewise, alignment included;
+    - ``data_ptr(x)`` equals :func:`independent_data_ptr` when that can read it;
+    - ``to(x, name)`` returns ``x`` itself; ``copy=True`` gives a new buffer;
+    - with each other framework (``others``, default: every installed one that builds
+      examples on the host, where the kit runs): ``to(x, other)`` (twice: cold and warm)
+      and back give the same values and dtype; where ``explain()`` claims zero-copy the
+      data pointers of source and result are equal, as read by each framework's ``data_ptr`` and by
+      :func:`independent_data_ptr`, and where it claims a copy they differ; ``copy=False``
+      shares memory exactly where ``explain(copy=False)`` finds a route, else raises
+      CopyRequiredError; ``copy=True`` never shares memory; the other framework's own
+      example converts in too; every result is described as its route's ConverterSpecs
+      promise (layout, alignment, read-only, flags). The same for views of the float32
+      example (``.T``, ``[:, ::2]``, ``[::-1]``, ``[1:]``) where the framework has them;
+    - a dtype the spec does not hold raises NoRouteError.
+
+    ``registry`` is made the default registry of the calling thread for the run when
+    given; the default registry is used otherwise. Returns one line per check
+    done or skipped (and why); raises :class:`ConformanceError` (an AssertionError) naming
+    the first rule broken, FrameworkNotInstalledError when the framework is not installed,
+    ValueError for ``dtypes`` the spec does not hold.
+    """
+    if registry is None:
+        return _Kit(default_registry(), name, others, dtypes).run()
+    with using_registry(registry):
+        return _Kit(registry, name, others, dtypes).run()
+
+
+def _nested(shape: Sequence[int], dtype: str, reverse: bool = False) -> Any:
+    """Values 0, 1, 2, ... (or counting down) of ``shape`` that ``dtype`` holds exactly."""
+    count = 1
+    for n in shape:
+        count *= n
+    order = range(count - 1, -1, -1) if reverse else range(count)
+    flat: list[Any]
+    if dtype == "bool":
+        flat = [i % 2 == 1 for i in order]
+    elif dtype.startswith(("int", "uint")):
+        flat = [i % 8 for i in order]
+    else:  # small integers are exact in every float type, float8 included
+        flat = [float(i % 8) for i in order]
+    values = iter(flat)
+
+    def build(dims: Sequence[int]) -> Any:
+        if not dims:
+            return next(values)
+        return [build(dims[1:]) for _ in range(dims[0])]
+
+    return build(tuple(shape))
+
+
+def _shape_of(values: Any) -> tuple[int, ...]:
+    shape = []
+    while isinstance(values, list):
+        shape.append(len(values))
+        if not values:
+            break
+        values = values[0]
+    return tuple(shape)
+
+
+#: Views made with generic operations: (label, operation, what it does to nested values).
+_VARIANTS: tuple[tuple[str, Callable[[Any], Any], Callable[[Any], Any]], ...] = (
+    ("x.T", lambda x: x.T, lambda v: [list(r) for r in zip(*v, strict=True)]),
+    ("x[:, ::2]", lambda x: x[:, ::2], lambda v: [r[::2] for r in v]),
+    ("x[::-1]", lambda x: x[::-1], lambda v: v[::-1]),
+    ("x[1:]", lambda x: x[1:], lambda v: v[1:]),
+)
+
+
+class _Kit:
+    """One run of check_framework."""
+
+    def __init__(
+        self,
+        reg: Registry,
+        name: str,
+        others: Iterable[str] | None,
+        dtypes: Iterable[str] | None,
+    ) -> None:
+        self.reg = reg
+        self.name = name
+        self.done: list[str] = []
+        self.np: Any = None
+        #: key(x) -> (PlanKey without alignment, where it was seen); aligned_key likewise.
+        self.keys: dict[Hashable, tuple[PlanKey, str]] = {}
+        self.aligned_keys: dict[Hashable, tuple[PlanKey, str]] = {}
+        self.unread: set[str] = set()
+        st = reg.state
+        canonical = st.names.get(name.lower())
+        if canonical is None:
+            dropped = "; ".join(f"{d.name}: {d.reason}" for d in reg.pm.dropped)
+            self.fail(
+                f"no registered framework is called {name!r} (registered: "
+                f"{', '.join(sorted(st.frameworks))})"
+                + (f"; dropped plugins: {dropped}" if dropped else "")
+            )
+        self.spec: FrameworkSpec = st.frameworks[canonical]
+        self.name = self.spec.name
+        if not reg.installed(self.spec):
+            raise FrameworkNotInstalledError(
+                self.spec.name, self.spec.install_hint or f"pip install {self.spec.name}"
+            )
+        if self.spec.example is None:
+            self.fail(
+                "the spec has no example(): the kit (and the doctor's route matrix) build "
+                "arrays with it; only source-only protocols may leave it None"
+            )
+        held = [d for d in DTYPES if d in self.spec.dtypes]
+        if dtypes is None:
+            self.dtypes = held
+        else:
+            self.dtypes = list(dtypes)
+            unknown = [d for d in self.dtypes if d not in self.spec.dtypes]
+            if unknown:
+                raise ValueError(f"{self.name} does not hold dtype(s) {', '.join(unknown)}")
+        if others is None:
+            self.others = [
+                s
+                for s in st.frameworks.values()
+                if s.name != self.name and s.target and s.example is not None
+                and reg.installed(s) and (not s.device_kinds or "cpu" in s.device_kinds)
+            ]  # fmt: skip
+        else:
+            self.others = [reg.resolve(o) for o in others]
+            self.others = [s for s in self.others if s.name != self.name]
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def fail(self, message: str, cause: BaseException | None = None) -> NoReturn:
+        raise ConformanceError(f"check_framework({self.name!r}): {message}") from cause
+
+    def ok(self, line: str) -> None:
+        self.done.append(line)
+
+    def run(self) -> list[str]:
+        if importlib.util.find_spec("numpy") is not None:
+            self.np = importlib.import_module("numpy")
+        with warnings.catch_warnings():
+            # A converter failing on what its predicates accepted is a plugin bug: the
+            # router's warning becomes an error, which the checks report.
+            warnings.simplefilter("error", PluginWarning)
+            # torch warns that a view of immutable memory is writable; routes note it.
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+            self.check_spec()
+            reached, returned = False, False
+            first: tuple[str, Any, Any] | None = None
+            for dtype in self.dtypes:
+                off = self.flag_off(self.name, dtype)
+                if off is not None:
+                    self.ok(f"{dtype}: skipped, {self.name} cannot hold it now: {off}")
+                    continue
+                data = _nested(_SHAPE, dtype)
+                x = self.example(data, dtype)
+                self.check_array(x, dtype, data, f"example {dtype} {_SHAPE}")
+                self.check_key(x, dtype, data)
+                self.check_self(x, dtype, data, f"a {dtype} example")
+                for other in self.others:
+                    there, back = self.check_pair(x, dtype, data, other, f"a {dtype} example")
+                    reached, returned = reached or there, returned or back
+                    self.check_into(other, dtype)
+                if first is None or dtype == "float32":
+                    first = (dtype, x, data)
+            if first is not None:
+                self.check_variants(*first)
+            self.report_keys()
+            self.check_unheld()
+            if self.others and self.dtypes and not reached:
+                self.fail(
+                    f"no dtype has a route from {self.name} to any of "
+                    f"{', '.join(o.name for o in self.others)}"
+                )
+            if self.others and self.dtypes and self.spec.target and not returned:
+                self.fail(f"no dtype has a route back to {self.name} from any other framework")
+        return self.done
+
+    def flag_off(self, target: str, dtype: str) -> str | None:
+        """The reason a global flag of the edges into ``target`` refuses ``dtype`` now."""
+        for edge in self.reg.state.graph.edges:
+            if edge.target == target and edge.source != target:
+                flag = reads_flag(edge.accepts, dtype)
+                if flag is not None and not flag.read():
+                    return flag.reason.format(dtype=dtype)
+        return None
+
+    def builds(self, spec: FrameworkSpec, dtype: str) -> bool:
+        """Whether ``spec`` can build a faithful ``dtype`` example now (JAX without x64 cannot)."""
+        return (
+            dtype in spec.dtypes
+            and spec.example is not None
+            and self.flag_off(spec.name, dtype) is None
+        )
+
+    def example(self, data: Any, dtype: str, spec: FrameworkSpec | None = None) -> Any:
+        spec = spec or self.spec
+        assert spec.example is not None
+        try:
+            return spec.example(data, dtype)
+        except Exception as exc:
+            self.fail(
+                f"{spec.name}'s example(values, {dtype!r}) raised {type(exc).__name__}: {exc} "
+                f"although {dtype} is in its dtypes",
+                exc,
+            )
+
+    def call(self, what: str, func: Callable[[], Any]) -> Any:
+        try:
+            return func()
+        except Exception as exc:
+            self.fail(f"{what} raised {type(exc).__name__}: {exc}", exc)
+
+    def convert(self, x: Any, target: str, label: str, copy: bool | None = None) -> Any:
+        return self.call(_to_call(label, target, copy), lambda: to(x, target, copy=copy))
+
+    def owner(self, y: Any) -> FrameworkSpec | None:
+        return self.reg.state.detect(y)
+
+    # -- the spec -----------------------------------------------------------------------
+
+    def check_spec(self) -> None:
+        spec = self.spec
+        odd = sorted(set(spec.dtypes) - set(DTYPES))
+        if odd:
+            self.fail(
+                f"dtypes holds non-canonical name(s) {odd}; use interop_core.plugin.DTYPES names"
+            )
+        if not spec.dtypes:
+            self.fail("dtypes is empty")
+        if spec.target:
+            for alias in (spec.name, *spec.aliases):
+                found = self.call(f"resolve({alias!r})", functools.partial(self.reg.resolve, alias))
+                if found is not spec:
+                    self.fail(f"{alias!r} resolves to {found.name!r}")
+        self.devices: list[str] | None = None
+        if spec.devices is not None:
+            devices = self.call("devices()", spec.devices)
+            for d in devices:
+                parsed = self.call(f"Device.parse({d!r})", functools.partial(Device.parse, d))
+                if str(parsed) != d:
+                    self.fail(f"devices() lists {d!r}; write it as {str(parsed)!r}")
+            self.devices = list(devices)
+        self.ok(
+            f"spec: {len(spec.dtypes)} canonical dtypes, aliases resolve, devices "
+            f"{self.devices if self.devices is not None else '(not declared)'}"
+        )
+
+    # -- one array ----------------------------------------------------------------------
+
+    def check_array(self, x: Any, dtype: str, values: Any, label: str) -> None:
+        """describe(), data_ptr() and the values of an array of the framework under test."""
+        spec = self.spec
+        owner = self.owner(x)
+        if owner is not spec:
+            self.fail(
+                f"{label} is a {type(x).__qualname__}, detected as "
+                f"{owner.name if owner else 'no framework'!r}, not {self.name!r} "
+                f"(check array_types {list(spec.array_types)})"
+            )
+        info = self.call(f"describe({label})", lambda: spec.describe(x))
+        shape = _shape_of(values)
+        if info.framework != self.name:
+            self.fail(f"describe({label}).framework is {info.framework!r}, not {self.name!r}")
+        ptr = self.call(f"data_ptr({label})", lambda: spec.data_ptr(x))
+        if not isinstance(ptr, int):
+            self.fail(f"data_ptr({label}) is {ptr!r}, not an int")
+        view = protocol_view(x)
+        if view is not None:  # first: it tells a lying describe() from a narrowing example()
+            self.check_view(info, ptr, view, label)
+        if info.dtype != dtype:
+            self.fail(
+                f"describe({label}).dtype is {info.dtype!r}, not {dtype!r}"
+                + (
+                    " (example() must build the dtype it is asked for, never narrow it)"
+                    if label.startswith("example ")
+                    else ""
+                )
+            )
+        if info.dtype not in spec.dtypes:
+            self.fail(f"describe({label}).dtype {info.dtype!r} is not in the spec's dtypes")
+        if tuple(info.shape) != shape:
+            self.fail(f"describe({label}).shape is {info.shape}, not {shape}")
+        if info.layout not in LAYOUTS:
+            self.fail(f"describe({label}).layout is {info.layout!r}, not one of {sorted(LAYOUTS)}")
+        if not isinstance(info.device, Device):
+            self.fail(f"describe({label}).device is {info.device!r}, not an interop_core Device")
+        if self.devices is not None and str(info.device) not in self.devices:
+            self.fail(f"describe({label}).device is {info.device}, not in devices() {self.devices}")
+        if not isinstance(info.flags, frozenset):
+            self.fail(f"describe({label}).flags is {info.flags!r}, not a frozenset of names")
+        if spec.aligned_key is None and not info.aligned:
+            self.fail(
+                f"describe({label}).aligned is False, but the spec has no aligned_key: the plan "
+                "cache would key routes that turn on alignment by key() alone (declare "
+                "aligned_key, or describe only arrays that are always aligned)"
+            )
+        if info.aligned != (ptr % ALIGNMENT == 0):
+            self.fail(
+                f"describe({label}).aligned is {info.aligned}, but data_ptr {ptr:#x} is "
+                f"{'' if ptr % ALIGNMENT == 0 else 'not '}{ALIGNMENT}-byte aligned"
+            )
+        self.check_values(x, spec, dtype, values, label)
+        self.record_key(x, info.plan_key(), label)
+
+    def check_view(self, info: Any, ptr: int, view: ProtocolView, label: str) -> None:
+        """describe() and data_ptr() against what a standard protocol says."""
+        said = f"{view.protocol} says"
+        if view.ptr != ptr:
+            self.fail(f"data_ptr({label}) is {ptr:#x}, but {said} {view.ptr:#x}")
+        if view.shape is not None and view.shape != tuple(info.shape):
+            self.fail(f"describe({label}).shape is {info.shape}, but {said} {view.shape}")
+        if view.itemsize and info.dtype in ITEMSIZE and view.itemsize != ITEMSIZE[info.dtype]:
+            self.fail(
+                f"describe({label}).dtype is {info.dtype}, but {said} {view.itemsize}-byte items"
+            )
+        if view.shape is not None and view.strides is not None and view.itemsize:
+            layout = classify_layout(view.shape, view.strides, view.itemsize)
+            if layout != info.layout:
+                self.fail(
+                    f"describe({label}).layout is {info.layout!r}, but {said} strides "
+                    f"{view.strides} (layout {layout!r})"
+                )
+        if view.readonly and not info.readonly:
+            self.fail(f"describe({label}).readonly is False, but {said} read-only")
+        if view.device is not None and view.device != str(info.device):
+            self.fail(f"describe({label}).device is {info.device}, but {said} {view.device}")
+
+    def check_values(
+        self, y: Any, spec: FrameworkSpec, dtype: str, values: Any, label: str
+    ) -> None:
+        got = self.values(y)
+        if got is not None:
+            if got != values:
+                self.fail(f"{label} holds {got}, expected {values} ({dtype})")
+            return
+        # No way to read the values: compare with the framework's own == on an example.
+        reference = self.example(values, dtype, spec)
+        same = _equal(y, reference)
+        if same is False:
+            self.fail(f"{label} != {spec.name}'s example of the same values ({dtype})")
+        if same is None and spec.name not in self.unread:
+            self.unread.add(spec.name)
+            self.ok(
+                f"values of {spec.name} arrays not compared: no numpy view, tolist(), route "
+                "to numpy or == reads them"
+            )
+
+    def values(self, y: Any) -> Any:
+        """``y``'s values as nested Python lists, read without interop_core when possible."""
+        np = self.np
+        if np is not None:
+            try:
+                a = np.asarray(y)
+            except Exception:
+                a = None
+            if a is not None and a.dtype != object:
+                if a.dtype.kind not in "biufc":  # ml_dtypes: bfloat16, float8
+                    a = a.astype(np.float64)
+                return a.tolist()
+        tolist = getattr(y, "tolist", None)
+        if callable(tolist):
+            try:
+                return tolist()
+            except Exception:
+                pass
+        if np is not None and self.owner(y) is not None:
+            try:  # through the framework's own route to numpy: the last resort
+                a = to(y, "numpy", copy=True)
+            except Exception:
+                return None
+            if isinstance(a, np.ndarray):
+                return self.values(a)
+        return None
+
+    # -- the key ------------------------------------------------------------------------
+
+    def record_key(self, x: Any, pk: PlanKey, label: str) -> None:
+        """Remember key(x) and aligned_key(x); two arrays with one key must plan alike."""
+        spec = self.spec
+        for fn_name, fn, table, plan_key in (
+            ("key", spec.key, self.keys, pk._replace(aligned=False)),
+            ("aligned_key", spec.aligned_key, self.aligned_keys, pk),
+        ):
+            if fn is None:
+                continue
+            k = self.call(f"{fn_name}({label})", functools.partial(fn, x))
+            try:
+                hash(k)
+            except TypeError as exc:
+                self.fail(f"{fn_name}({label}) is {k!r}, which is not hashable", exc)
+            seen = table.setdefault(k, (plan_key, label))
+            if seen[0] != plan_key:
+                fields = [
+                    f"{f} {a!r} vs {b!r}"
+                    for f, a, b in zip(PlanKey._fields, seen[0], plan_key, strict=True)
+                    if a != b
+                ]
+                self.fail(
+                    f"{fn_name}() gives {seen[1]} and {label} the same key {k!r} although "
+                    f"their descriptions differ ({'; '.join(fields)}): the plan cache would "
+                    "run the route planned for one on the other"
+                )
+
+    def check_key(self, x: Any, dtype: str, data: Any) -> None:
+        """Two arrays of the same dtype and layout (other shape, other values): one key."""
+        spec = self.spec
+        other_data = _nested(_OTHER_SHAPE, dtype, reverse=True)
+        x2 = self.example(other_data, dtype)
+        label2 = f"example {dtype} {_OTHER_SHAPE}"
+        self.check_array(x2, dtype, other_data, label2)
+        k1, k2 = spec.key(x), spec.key(x2)
+        if k1 != k2:
+            self.fail(
+                f"key() differs for two C-contiguous {dtype} examples ({k1!r} vs {k2!r}): it "
+                "must not read shape, values or identity (a key per array grows the plan "
+                "cache without bound)"
+            )
+        if k1 != spec.key(x):
+            self.fail(f"key() of one {dtype} array changed between two calls")
+        if spec.aligned_key is not None:
+            a1, a2 = spec.aligned_key(x), spec.aligned_key(x2)
+            aligned = spec.describe(x).aligned == spec.describe(x2).aligned
+            if aligned and a1 != a2:
+                self.fail(
+                    f"aligned_key() differs for two C-contiguous, equally aligned {dtype} "
+                    f"examples ({a1!r} vs {a2!r})"
+                )
+        self.ok(f"{dtype}: describe, data_ptr and values agree; key is stable and shared")
+
+    def report_keys(self) -> None:
+        self.ok(
+            f"key: {len(self.keys)} distinct keys over the arrays built, none shared by arrays "
+            "that plan differently"
+        )
+
+    # -- conversions --------------------------------------------------------------------
+
+    def check_self(self, x: Any, dtype: str, data: Any, label: str) -> None:
+        """The identity route, and copy=True into the framework itself."""
+        if not self.spec.target:
+            return
+        if self.convert(x, self.name, label) is not x:
+            self.fail(f"{_to_call(label, self.name)} did not return the array itself")
+        route = self.call(f"explain({label}, {self.name!r})", lambda: explain(x, self.name))
+        if route.steps:
+            self.fail(f"explain({label}, {self.name!r}) has steps: {route}")
+        if self.convert(x, self.name, label, copy=False) is not x:
+            self.fail(f"{_to_call(label, self.name, False)} did not return the array itself")
+        try:
+            forced = explain(x, self.name, copy=True)
+        except NoRouteError as exc:
+            self.ok(f"{dtype}: identity; copy=True into {self.name}: no route ({_first(exc)})")
+            return
+        self.check_to(x, self.spec, self.spec, forced, dtype, data, label, copy=True)
+        self.ok(f"{dtype}: identity returns the array; copy=True gives a new buffer")
+
+    def check_pair(
+        self, x: Any, dtype: str, data: Any, other: FrameworkSpec, label: str, tag: str = ""
+    ) -> tuple[bool, bool]:
+        """x -> other -> back; returns whether each direction had a route."""
+        name, oname = self.name, other.name
+        tag = tag or dtype
+        if dtype not in other.dtypes:
+            self.ok(f"{tag} -> {oname}: skipped, {oname} does not hold {dtype}")
+            return False, False
+        try:
+            route = explain(x, oname)
+        except NoRouteError as exc:
+            self.ok(f"{tag} -> {oname}: no route ({_first(exc)})")
+            return False, False
+        except Exception as exc:
+            self.fail(f"explain({label}, {oname!r}) raised {type(exc).__name__}: {exc}", exc)
+        y = self.check_to(x, self.spec, other, route, dtype, data, label)
+        # The warm path, keyed by key(x).
+        self.check_to(x, self.spec, other, route, dtype, data, label, note=" (second call)")
+        self.check_copy_false(x, dtype, data, other, label)
+        forced = self.call(
+            f"explain({label}, {oname!r}, copy=True)", lambda: explain(x, oname, copy=True)
+        )
+        self.check_to(x, self.spec, other, forced, dtype, data, label, copy=True)
+        line = f"{tag} -> {oname}: {'zero-copy' if route.zero_copy else 'copy'}"
+        if not self.spec.target:
+            self.ok(line)
+            return True, False
+        back_label = f"{oname} result of {label}"
+        try:
+            back_route = explain(y, name)
+        except NoRouteError as exc:
+            self.ok(f"{line}; back: no route ({_first(exc)})")
+            return True, False
+        self.check_to(y, other, self.spec, back_route, dtype, data, back_label, keyed=True)
+        self.ok(f"{line}; back: {'zero-copy' if back_route.zero_copy else 'copy'}")
+        return True, True
+
+    def check_into(self, other: FrameworkSpec, dtype: str) -> None:
+        """``other``'s own example of ``dtype`` converted into the framework under test."""
+        if not self.spec.target or not self.builds(other, dtype):
+            return
+        data = _nested(_SHAPE, dtype)
+        z = self.example(data, dtype, other)
+        label = f"{other.name}'s {dtype} example"
+        try:
+            route = explain(z, self.name)
+        except NoRouteError as exc:
+            self.ok(f"{other.name} {dtype} -> {self.name}: no route ({_first(exc)})")
+            return
+        self.check_to(z, other, self.spec, route, dtype, data, label, keyed=True)
+
+    def check_copy_false(
+        self, x: Any, dtype: str, data: Any, other: FrameworkSpec, label: str
+    ) -> None:
+        """copy=False converts without a copy exactly where explain(copy=False) finds a route."""
+        try:
+            route = explain(x, other.name, copy=False)
+        except CopyRequiredError:
+            route = None
+        except Exception as exc:
+            self.fail(f"explain({label}, {other.name!r}, copy=False) raised {exc!r}", exc)
+        if route is not None:
+            self.check_to(x, self.spec, other, route, dtype, data, label, copy=False)
+            return
+        what = _to_call(label, other.name, False)
+        try:
+            to(x, other.name, copy=False)
+        except CopyRequiredError:
+            return
+        except Exception as exc:
+            self.fail(
+                f"{what} raised {type(exc).__name__} ({exc}), not CopyRequiredError, where "
+                "explain() says every route copies",
+                exc,
+            )
+        self.fail(f"{what} returned although explain() says every route copies")
+
+    def check_to(
+        self, x: Any, x_spec: FrameworkSpec, target: FrameworkSpec, route: Any, dtype: str,
+        data: Any, label: str, copy: bool | None = None, note: str = "", keyed: bool = False,
+    ) -> Any:  # fmt: skip
+        """``to(x, target, copy=copy)`` along ``route`` (what explain() planned), checked.
+
+        The result holds ``data`` as ``dtype`` in ``target``'s arrays; it shares the source's
+        memory exactly where it must (copy=False), must not (copy=True) or where the route
+        claims zero-copy (copy=None); it is what the route's steps promise. ``keyed``: the
+        result's key is recorded too (a result of the framework under test).
+        """
+        what = _to_call(label, target.name, copy) + note
+        y = self.call(what, lambda: to(x, target.name, copy=copy))
+        self.check_result(y, target, dtype, data, what)
+        if copy is None:
+            self.check_shared(x, x_spec, y, target, route.zero_copy, what, "explain() claims")
+        else:
+            self.check_shared(x, x_spec, y, target, not copy, what, f"copy={copy}")
+        self.check_claims(x, x_spec, route, y, target, what, copy)
+        if keyed:
+            self.record_key(y, target.describe(y).plan_key(), what)
+        return y
+
+    def check_claims(
+        self, x: Any, x_spec: FrameworkSpec, route: Any, y: Any, y_spec: FrameworkSpec,
+        what: str, copy: bool | None = None,
+    ) -> None:  # fmt: skip
+        """The result is what the route's declarations promise the planner.
+
+        The planner predicts each step's result from its ConverterSpec (zero-copy keeps the
+        layout and alignment, a copy is C-contiguous, writable and aligned unless
+        ``aligned_result=False``, ``readonly_result``, ``keeps_flags``); describe() of the
+        result must not contradict that prediction, or later steps and cached plans rely on
+        something false.
+        """
+        expected = x_spec.describe(x).plan_key(copy)
+        goal = route.target.rpartition("@")[2]
+        for step in route.steps:
+            edge = self.edge_of(step)
+            if edge is None:
+                return  # a step this registry cannot name (should not happen): no prediction
+            expected = advance(expected, edge, goal)
+        got = y_spec.describe(y).plan_key(copy)
+        last = f"{route.steps[-1].converter!r} [{route.steps[-1].plugin}]" if route.steps else ""
+        for field in ("framework", "device", "dtype", "layout"):
+            if getattr(got, field) != getattr(expected, field):
+                self.fail(
+                    f"{what}: the route's steps promise a result with {field} "
+                    f"{getattr(expected, field)!r}, but describe() says {getattr(got, field)!r} "
+                    f"(last step {last})"
+                )
+        if expected.aligned and not got.aligned:
+            self.fail(
+                f"{what}: the route's steps promise 64-byte aligned memory, but the result is "
+                f"not aligned (last step {last}; a copy that does not guarantee alignment "
+                "declares aligned_result=False)"
+            )
+        if got.readonly and not expected.readonly:
+            self.fail(
+                f"{what}: the route's steps promise writable memory, but the result is "
+                f"read-only (last step {last}; declare readonly_result=True)"
+            )
+        extra = got.flags - expected.flags
+        if extra:
+            self.fail(
+                f"{what}: the result has flag(s) {sorted(extra)} that the route's steps clear "
+                f"(last step {last}; declare keeps_flags)"
+            )
+
+    def edge_of(self, step: Any) -> ConverterSpec | None:
+        source, target = step.source.rpartition("@")[0], step.target.rpartition("@")[0]
+        for edge in self.reg.state.graph.edges:
+            if (edge.name, edge.plugin, edge.source, edge.target) == (
+                step.converter, step.plugin, source, target,
+            ):  # fmt: skip
+                return edge
+        return None
+
+    def check_result(self, y: Any, spec: FrameworkSpec, dtype: str, values: Any, what: str) -> None:
+        owner = self.owner(y)
+        if owner is None or owner.name != spec.name:
+            self.fail(
+                f"{what} returned a {type(y).__qualname__} "
+                f"({owner.name if owner else 'no framework'}), not a {spec.name} array"
+            )
+        info = self.call(f"describe() of {what}", lambda: spec.describe(y))
+        if info.dtype != dtype:
+            self.fail(f"{what} has dtype {info.dtype}, not {dtype}")
+        if tuple(info.shape) != _shape_of(values):
+            self.fail(f"{what} has shape {info.shape}, not {_shape_of(values)}")
+        self.check_values(y, spec, dtype, values, what)
+
+    def check_shared(
+        self, a: Any, a_spec: FrameworkSpec, b: Any, b_spec: FrameworkSpec, shared: bool,
+        what: str, why: str,
+    ) -> None:  # fmt: skip
+        """The data pointers of source ``a`` and result ``b`` are equal exactly if ``shared``.
+
+        Read by each framework's own data_ptr, and by independent_data_ptr where it can.
+        """
+        pa = self.call(f"{a_spec.name}'s data_ptr", lambda: a_spec.data_ptr(a))
+        pb = self.call(f"{b_spec.name}'s data_ptr", lambda: b_spec.data_ptr(b))
+        ia, ib = independent_data_ptr(a), independent_data_ptr(b)
+        if shared:
+            claim = f"{why} zero-copy"
+            if pa != pb:
+                self.fail(
+                    f"{what}: {claim}, but the data pointers differ: {a_spec.name}.data_ptr of "
+                    f"the source is {pa:#x}, {b_spec.name}.data_ptr of the result {pb:#x}"
+                )
+            for side, ptr, own in (("source", ia, pa), ("result", ib, pb)):
+                if ptr is not None and ptr != own:
+                    self.fail(
+                        f"{what}: {claim}, but independent_data_ptr of the {side} is "
+                        f"{ptr:#x}, not {own:#x}"
+                    )
+        else:
+            claim = f"{why} a copy" if why != "copy=True" else "copy=True must not share memory"
+            if pa == pb or (ia is not None and ib is not None and ia == ib):
+                self.fail(
+                    f"{what}: {claim}, but the result shares the source's memory (data "
+                    f"pointers {pa:#x} and {pb:#x})"
+                )
+
+    def check_variants(self, dtype: str, x: Any, data: Any) -> None:
+        """Views of an example (transposed, strided, reversed, offset), where supported."""
+        built = []
+        for label, op, on_values in _VARIANTS:
+            try:
+                v = op(x)
+            except Exception:
+                continue
+            if self.owner(v) is not self.spec:
+                continue
+            values = on_values(data)
+            what = f"{label} of a {dtype} example"
+            self.check_array(v, dtype, values, what)
+            for other in self.others:
+                self.check_pair(v, dtype, values, other, what, f"{dtype} {label}")
+            built.append(label)
+        if built:
+            self.ok(f"{dtype} views {', '.join(built)}: described, converted, round-tripped")
+        else:
+            self.ok(f"{dtype} views: none built ({self.name} has no .T or slicing views)")
+
+    def check_unheld(self) -> None:
+        """A dtype the spec does not hold: NoRouteError, never a silent cast."""
+        if not self.spec.target:
+            return
+        unheld = [d for d in DTYPES if d not in self.spec.dtypes]
+        if not unheld:
+            self.ok(f"{self.name} holds every canonical dtype")
+            return
+        checked = []
+        for dtype in unheld:
+            source = next((o for o in self.others if self.builds(o, dtype)), None)
+            if source is None:
+                continue
+            z = self.example(_nested(_SHAPE, dtype), dtype, source)
+            try:
+                y = to(z, self.name)
+            except NoRouteError:
+                checked.append(f"{dtype} (from {source.name})")
+                continue
+            except Exception as exc:
+                self.fail(
+                    f"to({source.name}'s {dtype} example, {self.name!r}) raised "
+                    f"{type(exc).__name__}, not NoRouteError: {exc}",
+                    exc,
+                )
+            owner = self.owner(y)
+            held = self.spec.describe(y).dtype if owner is self.spec else type(y).__qualname__
+            self.fail(
+                f"to({source.name}'s {dtype} example, {self.name!r}) returned ({held}) although "
+                f"{dtype} is not in the spec's dtypes: it must raise NoRouteError"
+            )
+        if checked:
+            self.ok(f"dtypes it does not hold raise NoRouteError: {', '.join(checked)}")
+        else:
+            self.ok("dtypes it does not hold: no other framework builds them here")
+
+
+def _to_call(label: str, target: str, copy: bool | None = None) -> str:
+    """A to() call as messages name it: "to(a float32 example, 'torch', copy=True)"."""
+    return f"to({label}, {target!r}" + ("" if copy is None else f", copy={copy}") + ")"
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _equal(a: Any, b: Any) -> bool | None:
+    """``a == b`` with the framework's own ==, reduced to one bool; None when unknown."""
+    eq: Any = type(a).__eq__
+    if eq is object.__eq__:
+        return None
+    try:
+        result = a == b
+        if isinstance(result, bool):
+            return result
+        reduce = getattr(result, "all", None)
+        return bool(reduce() if callable(reduce) else result)
+    except Exception:
+        return None

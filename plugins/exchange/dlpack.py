@@ -1,0 +1,466 @@
+"""Zero-copy exchange edges between every producer/consumer pair, table-driven.
+
+Each row uses the fastest zero-copy call the pair has (measured on this stack):
+``torch.from_numpy`` beats ``torch.from_dlpack``; TensorFlow consumes only legacy
+capsules; JAX imports only compact, 64-byte aligned buffers and narrows 64-bit dtypes
+without x64. Rows route around unsafe paths: torch never sees negative strides (it
+aborts the interpreter on them through DLPack), and numpy's bfloat16/float8 cross as
+same-size unsigned views.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from interop_core import ConverterSpec, hookimpl
+from interop_core.declare.predicates import OPAQUE_FLAGS, Needs
+from interop_core.declare.specs import c_strides
+
+from ..frameworks.cupy import NOT_CUPY, on_device_of
+from ..frameworks.jax import X64
+from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
+
+Loader = Callable[[], Callable[[Any], Any]]
+
+_GRAD_NOTE = "the result is detached from torch's autograd graph"
+_ALIAS_NOTE = (
+    "the {dst} is a writable alias of {src} memory that {src} treats as immutable; "
+    "writing to it changes the {src} array"
+)
+_RO_NOTE = "the numpy result is a read-only view"
+_ALIASES = {
+    "JAX": _ALIAS_NOTE.format(src="JAX", dst="torch tensor"),
+    "TensorFlow": _ALIAS_NOTE.format(src="TensorFlow", dst="torch tensor"),
+    "JAX to CuPy": _ALIAS_NOTE.format(src="JAX", dst="CuPy array"),
+}
+#: Notes about the memory a result shares: moot after a later copy (ConverterSpec.memory_note).
+_MEMORY_NOTES = frozenset({_RO_NOTE, *_ALIASES.values()})
+
+# -- loaders: each imports its frameworks and returns the conversion function ---------
+
+
+def compact_strides(x: Any) -> Any:
+    """``x`` without negative strides on size-1 dims or in an empty array, where strides
+    address nothing (torch.from_numpy rejects them; the bytes are the same)."""
+    from numpy.lib.stride_tricks import as_strided
+
+    if x.size == 0:
+        return as_strided(x, strides=c_strides(x.shape, x.itemsize))
+    if any(s < 0 and n == 1 for n, s in zip(x.shape, x.strides, strict=True)):
+        strides = zip(x.shape, x.strides, strict=True)
+        return as_strided(x, strides=tuple(0 if n == 1 else s for n, s in strides))
+    return x
+
+
+def _torch_from_numpy_safe() -> Any:
+    import torch
+
+    from_numpy = torch.from_numpy
+
+    def convert(x: Any) -> Any:
+        try:
+            return from_numpy(x)
+        except ValueError:  # negative strides on size-1/empty dims of a contiguous array
+            return from_numpy(compact_strides(x))
+
+    return convert
+
+
+def _torch_from_numpy_view() -> Any:
+    """numpy bfloat16/float8 -> torch through a same-size unsigned view (zero-copy)."""
+    import ml_dtypes
+    import numpy as np
+    import torch
+
+    views = {np.dtype(getattr(ml_dtypes, n)): (_uint(n), getattr(torch, n)) for n in ML_DTYPES}
+
+    def convert(x: Any) -> Any:
+        uint, dtype = views[x.dtype]
+        return torch.from_numpy(compact_strides(x).view(uint)).view(dtype)
+
+    return convert
+
+
+def _uint(name: str) -> Any:
+    import numpy as np
+
+    return np.uint16 if name == "bfloat16" else np.uint8
+
+
+def _tensor_numpy() -> Any:
+    import torch
+
+    return torch.Tensor.numpy
+
+
+def _tensor_numpy_detached() -> Any:
+    import torch
+
+    return detaching(torch.Tensor.numpy)
+
+
+def _tensor_numpy_view() -> Any:
+    """torch bfloat16/float8 -> numpy (ml_dtypes) through a same-size unsigned view."""
+    import ml_dtypes
+    import numpy as np
+    import torch
+
+    views = {
+        getattr(torch, n): (_torch_uint(n), np.dtype(getattr(ml_dtypes, n))) for n in ML_DTYPES
+    }
+
+    def convert(t: Any) -> Any:
+        uint, dtype = views[t.dtype]
+        return t.detach().view(uint).numpy().view(dtype)
+
+    return convert
+
+
+def _torch_uint(name: str) -> Any:
+    import torch
+
+    return torch.uint16 if name == "bfloat16" else torch.uint8
+
+
+def _np_asarray() -> Any:
+    import numpy as np
+
+    return np.asarray
+
+
+def _tf_to_numpy() -> Any:
+    """TF -> numpy: np.asarray (zero-copy, read-only)."""
+    import numpy as np
+    import tensorflow as tf
+
+    asarray, reshape = np.asarray, tf.reshape
+
+    def convert(t: Any) -> Any:
+        try:
+            a = asarray(t)
+        except ValueError:  # a 0-d bfloat16 tensor's __array__ returns a scalar
+            a = asarray(reshape(t, [1])).reshape(())
+        if a.flags.writeable:  # bfloat16 views come back writable: TF memory is immutable
+            a.flags.writeable = False
+        return a
+
+    return convert
+
+
+def _torch_via_numpy() -> Any:
+    """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
+    import numpy as np
+    import torch
+
+    # torch warns once per process (TORCH_WARN_ONCE) that a tensor over read-only memory is
+    # writable. The route's note says so already; the warning would leak a framework warning
+    # from to() (an exception under -W error). Every path around it adds 2-5 us a call to
+    # the ~2 us route (torch.from_dlpack of the numpy view, a writable __array_interface__
+    # view), and a lasting filter would change the process's warnings state (rule 2). So the
+    # one warning torch ever gives is spent here, once, when the route is loaded, under a
+    # catch_warnings block that restores the filters on exit.
+    readonly = np.zeros(1, np.uint8)
+    readonly.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        torch.from_numpy(readonly)
+    from_numpy, asarray = torch.from_numpy, np.asarray
+
+    def convert(x: Any) -> Any:
+        return from_numpy(asarray(x))
+
+    return convert
+
+
+def _torch_from_dlpack() -> Any:
+    import torch
+
+    return torch.from_dlpack
+
+
+def _tf_from_capsule_of(export: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    import tensorflow as tf
+
+    from_dlpack = tf.experimental.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        return from_dlpack(export(x))
+
+    return convert
+
+
+def _tf_from_protocol() -> Any:
+    """numpy/jax -> TF: TF's importer takes only legacy capsules, so export one first."""
+    return _tf_from_capsule_of(lambda x: x.__dlpack__())
+
+
+def _tf_from_torch() -> Any:
+    import tensorflow as tf
+    import torch.utils.dlpack
+
+    to_dlpack, from_dlpack = torch.utils.dlpack.to_dlpack, tf.experimental.dlpack.from_dlpack
+
+    def convert(t: Any) -> Any:
+        return from_dlpack(to_dlpack(t))
+
+    return convert
+
+
+def detaching(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert`` applied to ``t.detach()``: the variant for tensors that require grad."""
+
+    def detached(t: Any) -> Any:
+        return convert(t.detach())
+
+    return detached
+
+
+def _tf_from_numpy_bitcast() -> Any:
+    """numpy bfloat16 -> TF: a uint16 capsule, then tf.bitcast (which shares the buffer)."""
+    import numpy as np
+    import tensorflow as tf
+
+    imported = _tf_from_capsule_of(lambda x: x.view(np.uint16).__dlpack__())
+
+    def convert(x: Any) -> Any:
+        return tf.bitcast(imported(x), tf.bfloat16)
+
+    return convert
+
+
+# A C-contiguous array may still carry odd strides on size-1 dims (a transposed (1, n)
+# array); JAX would import those as a column-major layout that later exports copy. The
+# importers below give JAX the canonical strides of the same bytes.
+
+
+def _jax_from_dlpack() -> Any:
+    import jax.dlpack
+
+    return jax.dlpack.from_dlpack
+
+
+def _jax_from_numpy() -> Any:
+    import jax.dlpack
+    from numpy.lib.stride_tricks import as_strided
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        shape = x.shape
+        if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            canonical = c_strides(shape, x.itemsize)
+            if x.strides != canonical:
+                x = as_strided(x, strides=canonical)
+        return from_dlpack(x)
+
+    return convert
+
+
+def _jax_from_torch() -> Any:
+    import jax.dlpack
+    import torch
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(t: Any) -> Any:
+        shape = t.shape
+        if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            canonical = c_strides(tuple(shape), 1)
+            if t.stride() != canonical:
+                t = t.as_strided(shape, canonical)
+        if t.is_cuda and t.get_device() != torch.cuda.current_device():
+            # torch exports only from its current device (BufferError otherwise).
+            with torch.cuda.device(t.get_device()):
+                return from_dlpack(t)
+        return from_dlpack(t)
+
+    return convert
+
+
+def _jax_from_numpy_bitcast() -> Any:
+    """numpy bfloat16/float8 -> JAX: unsigned view in, then an XLA bitcast (a copy)."""
+    import jax
+    import jax.dlpack
+    import jax.numpy as jnp
+    import numpy as np
+
+    def convert(x: Any) -> Any:
+        raw = jnp.array(x.view(np.uint16 if x.dtype.itemsize == 2 else np.uint8))
+        return jax.lax.bitcast_convert_type(raw, jnp.dtype(x.dtype))
+
+    return convert
+
+
+# CuPy speaks DLPack on CUDA only. Every importer below is the consumer's own from_dlpack,
+# which passes its current stream to the producer's __dlpack__: the producer makes that
+# stream wait for its own (an event, not a device synchronize), so the consumer never reads
+# before the producer's kernels finish. CuPy and torch export from their current device
+# only, so a CuPy array is exported with its device current.
+
+
+def _cupy_from_dlpack() -> Any:
+    import cupy
+
+    return cupy.from_dlpack  # sets the producer's device current itself
+
+
+def _torch_from_cupy() -> Any:
+    import torch
+
+    return on_device_of(torch.from_dlpack)
+
+
+def _jax_from_cupy() -> Any:
+    import jax.dlpack
+    from cupy.lib.stride_tricks import as_strided
+
+    from_dlpack = jax.dlpack.from_dlpack
+
+    def convert(x: Any) -> Any:
+        shape = x.shape
+        if 1 in shape or 0 in shape:  # odd strides on size-1 dims, as for numpy
+            canonical = c_strides(shape, x.itemsize)
+            if x.strides != canonical:
+                x = as_strided(x, strides=canonical)
+        return from_dlpack(x)
+
+    return on_device_of(convert)
+
+
+# -- the table --------------------------------------------------------------------------
+
+_NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
+_TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
+# TF's import accepts any offset, but its kernels then abort the interpreter
+# ("Check failed: IsAligned()") on buffers not 64-byte aligned: every edge into TF has
+# aligned=True.
+# JAX can import F-contiguous buffers, but the array then keeps a column-major layout
+# that np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
+_JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
+_NP_EXPORT_ML = "numpy cannot export bfloat16/float8 through DLPack"
+_NO_ML = "ml_dtypes is not installed, so numpy has no bfloat16/float8 (pip install ml_dtypes)"
+_DENSE_FLAGS = OPAQUE_FLAGS | {"requires_grad"}
+
+
+def _ml_dtypes_missing(key: Any) -> str | None:
+    return None if has_ml_dtypes() else _NO_ML
+
+
+def _row(
+    source: str, target: str, name: str, load: Loader, cost: float, needs: Needs, *,
+    readonly_result: bool | None = None, note: str = "", devices: tuple[str, ...] = ("cpu",),
+) -> ConverterSpec:  # fmt: skip
+    return ConverterSpec(
+        name=name, source=source, target=target, load=load, zero_copy=True, accepts=needs,
+        cost=cost, readonly_result=readonly_result, note=note, devices=frozenset(devices),
+        memory_note=note in _MEMORY_NOTES,
+    )  # fmt: skip
+
+
+def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loader, cost: float,
+                needs: Needs, **kw: Any) -> list[ConverterSpec]:  # fmt: skip
+    """A torch export edge and its variant for tensors that require grad (detached)."""
+    grad = replace(needs, no_flags=OPAQUE_FLAGS, flags=frozenset({"requires_grad"}))
+    return [
+        _row(source, target, name, load, cost, needs, **kw),
+        _row(source, target, f"{name} (detached)", detached, cost + 0.4, grad, note=_GRAD_NOTE,
+             **{k: v for k, v in kw.items() if k != "note"}),
+    ]  # fmt: skip
+
+
+ML = frozenset(ML_DTYPES)
+
+
+def rows() -> list[ConverterSpec]:
+    """Every zero-copy exchange edge between the built-in frameworks."""
+    alias = _ALIASES
+    gpu = ("cuda",)
+    return [
+        # numpy ->
+        _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy_safe, 0.5,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
+                   no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
+                   writable=True)),
+        _row("numpy", "torch", "torch.from_numpy (unsigned view)", _torch_from_numpy_view, 1.5,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
+                   only_dtypes=ML, writable=True)),
+        _row("numpy", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 0.9,
+             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, no_dtypes=ML,
+                   dtype_reason=_NP_EXPORT_ML, no_readonly=True, aligned=True)),
+        _row("numpy", "tensorflow", "tf from_dlpack(uint16 capsule) + bitcast",
+             _tf_from_numpy_bitcast, 3.0,
+             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
+                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True, aligned=True)),
+        _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_numpy, 30.0,
+             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
+                   dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, flag=X64)),
+        # torch ->
+        *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
+                     0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
+                                 no_flags=_DENSE_FLAGS)),
+        _row("torch", "numpy", "Tensor.view(uint).numpy().view(ml_dtypes)", _tensor_numpy_view,
+             2.0, Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS, extra=_ml_dtypes_missing)),
+        *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
+                     lambda: detaching(_tf_from_torch()), 1.2,
+                     Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
+                           no_flags=_DENSE_FLAGS, aligned=True)),
+        *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
+                     lambda: detaching(_jax_from_torch()),
+                     36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
+                                 aligned=True, no_flags=_DENSE_FLAGS, flag=X64),
+                     devices=("cpu", "cuda")),
+        # jax ->
+        _row("jax", "numpy", "np.asarray", _np_asarray, 0.7,
+             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+        _row("jax", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.35,
+             Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
+                   no_flags=OPAQUE_FLAGS), note=alias["JAX"]),
+        _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
+        _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
+             Needs(no_flags=OPAQUE_FLAGS, aligned=True)),
+        # tensorflow ->
+        _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
+             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+        _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
+             Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
+                   no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
+        _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
+        _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
+             Needs(aligned=True, no_flags=OPAQUE_FLAGS, flag=X64)),
+        # cupy <-> torch, jax (CUDA only)
+        _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0,
+             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG),
+             devices=gpu),
+        _row("cupy", "jax", "jax.dlpack.from_dlpack", _jax_from_cupy, 30.0,
+             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, aligned=True, flag=X64),
+             devices=gpu),
+        *_torch_rows("torch", "cupy", "cupy.from_dlpack", _cupy_from_dlpack,
+                     lambda: detaching(_cupy_from_dlpack()), 1.5,
+                     replace(NOT_CUPY, no_flags=_DENSE_FLAGS), devices=gpu),
+        _row("jax", "cupy", "cupy.from_dlpack", _cupy_from_dlpack, 5.0,
+             replace(NOT_CUPY, no_flags=OPAQUE_FLAGS),
+             note=alias["JAX to CuPy"],
+             devices=gpu),
+    ]  # fmt: skip
+
+
+def copy_rows() -> list[ConverterSpec]:
+    """Copy edges for what no zero-copy edge can carry."""
+    return [
+        ConverterSpec(
+            name="jax.lax.bitcast_convert_type(uint view)", source="numpy", target="jax",
+            load=_jax_from_numpy_bitcast, zero_copy=False, cost=40.0,
+            accepts=Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS),
+        ),
+    ]  # fmt: skip
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """Zero-copy exchange edges, plus the copies no framework copy can replace."""
+    return rows() + copy_rows()

@@ -1,0 +1,102 @@
+"""Sharded arrays: jax.Arrays over several devices and torch.distributed DTensors.
+
+Both are arrays of their framework carrying the flag "sharded" (with "replicated",
+"multiprocess", and for DTensors "partial"; see the torch and jax plugins' ``describe``),
+which every plain edge refuses. The edges here take them:
+
+- gathering, inside each framework: one copy onto one device (a replicated array shares
+  a replica instead), after which every ordinary route applies;
+- shard by shard across frameworks: ``to(jax_array, "torch", mesh=device_mesh)`` makes a
+  DTensor, ``to(dtensor, "jax")`` a global jax.Array; each shard crosses zero-copy;
+- ``sharding=`` into jax: any array laid out by ``jax.device_put(x, sharding)`` (a DTensor
+  shard by shard instead).
+
+Declarations only: the functions live in :mod:`.shards`, which imports the frameworks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import ConverterSpec, hookimpl
+from interop_core.declare.predicates import OPAQUE_FLAGS, Needs
+
+from ..frameworks.jax import X64
+
+#: Opaque flags other than those of sharded arrays (a tracer, a sparse tensor, ...), and grad.
+_OTHER_OPAQUE = (OPAQUE_FLAGS - {"sharded", "multiprocess"}) | {"requires_grad"}
+
+
+_SHARDED = frozenset({"sharded"})
+_REPLICATED = frozenset({"sharded", "replicated"})
+#: A jax.Array laid out as the call's sharding= asks (the goal of a call that passes it):
+#: an array that is already sharded, some other way, is not such a result.
+_LAID_OUT = frozenset({"sharded", "laid_out"})
+
+
+def _edge(
+    name: str, source: str, target: str, func: str, zero_copy: bool,
+    accepts: Needs, note: str, **more: Any,
+) -> ConverterSpec:  # fmt: skip
+    """An edge of these arrays on the CPU and CUDA, loading ``shards.<func>``."""
+
+    def load() -> Any:
+        from . import shards
+
+        return getattr(shards, func)
+
+    return ConverterSpec(
+        name=name, source=source, target=target, load=load, zero_copy=zero_copy,
+        accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, **more,
+    )  # fmt: skip
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """Gathers and replicas in jax and torch; jax.Array <-> DTensor shard by shard."""
+    return [
+        _edge("one replica", "jax", "jax", "jax_replica", True,
+              Needs(flags=_REPLICATED, no_flags=_OTHER_OPAQUE),
+              "the array is replicated: this process's first replica is shared, nothing is "
+              "gathered"),
+        _edge("gather shards", "jax", "jax", "jax_gather", False,
+              Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"multiprocess"}),
+              "the shards are gathered once, into one buffer on the first shard's device",
+              cost=5.0),
+        _edge("DTensor.to_local()", "torch", "torch", "dtensor_local", True,
+              Needs(flags=_REPLICATED, no_flags=_OTHER_OPAQUE),
+              "the DTensor is replicated: this rank's local tensor is the whole array"),
+        # A collective: dearer than any route that stays shard by shard.
+        # It takes sharding= only to refuse it where a layout cannot be kept (Partial).
+        _edge("DTensor.full_tensor()", "torch", "torch", "dtensor_full", False,
+              Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE),
+              "DTensor.full_tensor() is a collective: every rank of the mesh must make the "
+              "same to() call, and each gets the whole array",
+              cost=50.0, options=("sharding",), context=True),
+        *(
+            _edge("jax.device_put(sharding=)", source, "jax", "jax_lay_out", False, accepts,
+                  "sharding=: the array is laid out by jax.device_put(x, sharding), each "
+                  "shard copied onto its devices",
+                  cost=5.0, options=("sharding",), context=True, opt_in="sharding",
+                  adds_flags=_LAID_OUT)
+            # From numpy in one copy (and so from anything numpy views); X64: device_put
+            # narrows 64-bit numpy arrays silently.
+            for source, accepts in (
+                ("jax", Needs(no_flags=_OTHER_OPAQUE | {"multiprocess"})),
+                ("numpy", Needs(flag=X64)),
+            )
+        ),
+        _edge("jax shards as a DTensor", "jax", "torch", "jax_to_dtensor", True,
+              Needs(no_flags=_OTHER_OPAQUE),
+              "per shard: the shard at this rank's mesh coordinate -> torch.from_dlpack "
+              "(zero-copy) -> DTensor.from_local(placements from the PartitionSpec); no data "
+              "moves between processes",
+              options=("mesh",), context=True, opt_in="mesh", adds_flags=_SHARDED),
+        _edge("DTensor shards as a jax.Array", "torch", "jax", "dtensor_to_jax", True,
+              Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"partial"}, flag=X64),
+              "per shard: each of this process's devices gets its block of the rank's local "
+              "tensor (zero-copy when the block is contiguous and 64-byte aligned) -> "
+              "jax.make_array_from_single_device_arrays; sharding= defaults to the DTensor's "
+              "mesh and placements",
+              options=("sharding",), context=True, adds_flags=_LAID_OUT),
+    ]  # fmt: skip

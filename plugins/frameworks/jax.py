@@ -1,0 +1,333 @@
+"""JAX: framework spec (with the x64 flag as state), the in-framework copy, device moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
+from interop_core.declare.predicates import GlobalFlag, Needs
+from interop_core.declare.specs import DTYPES, MOVE_COST
+
+
+def x64_enabled() -> bool:
+    """JAX's jax_enable_x64 flag: without it JAX narrows 64-bit inputs to 32 bits."""
+    import jax
+
+    return bool(jax.config.read("jax_enable_x64"))
+
+
+#: Every importer into JAX needs this flag for 64-bit dtypes; routes of other dtypes never
+#: read it (the plan cache keys only 64-bit requests by it).
+X64 = GlobalFlag(
+    name="jax_enable_x64",
+    read=x64_enabled,
+    dtypes=frozenset({"int64", "uint64", "float64", "complex128"}),
+    reason=(
+        "jax_enable_x64 is off, so JAX would silently narrow {dtype} to 32 bits; pass dtype= "
+        "to cast it first (e.g. to(x, 'jax', dtype={{'int64': 'int32', 'float64': "
+        "'float32'}})) or enable x64 (jax.config.update('jax_enable_x64', True))"
+    ),
+)
+
+
+def as_device(d: Any) -> Device:
+    """A jax device as a Device, indexed by ``local_hardware_id``, not JAX's global id:
+    JAX's "gpu" platform is our "cuda" with the CUDA ordinal (torch's and CuPy's index);
+    "cpu:N" is this process's N-th host device (``jax.local_devices(backend="cpu")[N]``)."""
+    index = d.local_hardware_id
+    kind = "cuda" if d.platform == "gpu" else d.platform
+    return Device(kind, int(index if index is not None else d.id))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A JAX device object (``jax.devices()[i]``) as a Device."""
+    platform = getattr(device, "platform", None)
+    if isinstance(platform, str) and type(device).__module__.startswith("jax"):
+        return as_device(device)
+    return None
+
+
+def _is_tracer(x: Any) -> bool:
+    import jax
+
+    return isinstance(x, jax.core.Tracer)
+
+
+def describe(x: Any) -> TensorInfo:
+    """Describe a jax.Array (always C-contiguous, never marked read-only)."""
+    shape = tuple(x.shape)
+    flags: set[str] = set()
+    if _is_tracer(x):
+        flags.add("tracer")
+        device = Device("cpu")
+    else:
+        sharded = sharded_key(x)
+        if sharded is None:
+            device = as_device(next(iter(x.devices())))
+        else:
+            first, replicated, addressable = sharded
+            flags.add("sharded")
+            flags.update(("replicated",) * replicated + ("multiprocess",) * (not addressable))
+            device = as_device(first)
+    return TensorInfo(
+        framework="jax",
+        dtype=str(x.dtype),
+        device=device,
+        shape=shape,
+        layout="C",
+        readonly=False,
+        aligned=True,
+        flags=frozenset(flags),
+    )
+
+
+def sharded_key(x: Any) -> tuple[Any, bool, bool] | None:
+    """None for an array on one device; else what routes read of its sharding: the device
+    of its first local shard, whether it is fully replicated, whether this process holds
+    all of it. Never the sharding itself: a plan cache key must not keep a Mesh alive."""
+    sharding = x.sharding
+    if type(sharding).__name__ == "SingleDeviceSharding" or sharding.num_devices == 1:
+        return None
+    first = x.addressable_shards[0].device
+    return (first, bool(x.is_fully_replicated), bool(x.is_fully_addressable))
+
+
+def key(x: Any) -> Any:
+    """Warm-path key: dtype and device (a SingleDeviceSharding holds only a device and a
+    memory kind), or the structure of a multi-device sharding (:func:`sharded_key`)."""
+    try:
+        sharding = x.sharding
+    except Exception:  # a tracer has no concrete sharding
+        return (x.dtype, None)
+    if type(sharding).__name__ == "SingleDeviceSharding":
+        return (x.dtype, sharding)
+    # A one-device NamedSharding is keyed by its device, like a SingleDeviceSharding.
+    return (x.dtype, sharded_key(x) or next(iter(sharding.device_set)))
+
+
+def data_ptr(x: Any) -> int:
+    """Address of the first element (single-device arrays)."""
+    return int(x.unsafe_buffer_pointer())
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A jax.Array of ``data`` with canonical ``dtype`` (64-bit ones only with x64 on)."""
+    import jax.numpy as jnp
+
+    if dtype in X64.dtypes and not X64.read():
+        raise ValueError(X64.reason.format(dtype=dtype))  # JAX would build a 32-bit array
+    return jnp.asarray(data, dtype=dtype)
+
+
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``); a sharded array keeps its
+    sharding. A 64-bit dtype without x64 is refused: JAX would make a 32-bit array."""
+    import jax.numpy as jnp
+
+    if dtype in X64.dtypes and not X64.read():
+        raise ValueError(X64.reason.format(dtype=dtype))
+    return x.astype(getattr(jnp, dtype))
+
+
+def _devices() -> list[str]:
+    # jax.devices() lists the default backend's only: the host is there beside a GPU.
+    # Several host devices exist with XLA_FLAGS=--xla_force_host_platform_device_count=N.
+    return [str(as_device(d)) for d in (*hosts(), *gpus())]
+
+
+def hosts() -> list[Any]:
+    """This process's JAX host (CPU) devices, in index order ("cpu", "cpu:1", ...)."""
+    import jax
+
+    return sorted(jax.local_devices(backend="cpu"), key=lambda d: as_device(d).index)
+
+
+def gpus() -> list[Any]:
+    """This process's JAX GPU devices (none when JAX has no GPU backend)."""
+    import jax
+
+    try:
+        return list(jax.local_devices(backend="gpu"))
+    except RuntimeError:
+        return []
+
+
+def gpus_by_index() -> dict[int, Any]:
+    """This process's JAX GPU devices by CUDA ordinal (the index of "cuda:N")."""
+    return {int(d.local_hardware_id): d for d in gpus()}
+
+
+def _load_copy() -> Any:
+    import jax.numpy as jnp
+
+    def copy(x: Any) -> Any:
+        return jnp.array(x, copy=True)
+
+    return copy
+
+
+def _load_to_gpu() -> Any:
+    import jax
+
+    by_index = gpus_by_index()  # JAX's devices are fixed once its backend has started
+
+    def put(x: Any, device: Device) -> Any:
+        # Asynchronous: JAX orders the copy after the kernels that produce x.
+        return jax.device_put(x, by_index[device.index])
+
+    return put
+
+
+def _load_to_cpu() -> Any:
+    """``jax.device_put`` onto a host device by index: from a GPU or another host device it
+    copies; an aligned C-contiguous numpy buffer it shares on any host device
+    (jax.dlpack.from_dlpack places that on the first one only)."""
+    import jax
+
+    by_index = {as_device(d).index: d for d in hosts()}  # fixed once JAX has started
+
+    def put(x: Any, device: Device) -> Any:
+        return jax.device_put(x, by_index[device.index])
+
+    return put
+
+
+def _load_share_on_host() -> Any:
+    import numpy as np
+
+    put = _load_to_cpu()
+
+    def share(x: Any, device: Device) -> Any:
+        # np.asarray is a read-only view of x's host buffer, which jax.device_put shares
+        # on any host device (JAX's own device_put of x copies). Both arrays are immutable
+        # and donating either never writes the shared buffer.
+        return put(np.asarray(x), device)
+
+    return share
+
+
+_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}))
+
+#: A single-device array whose host buffer jax.device_put can share on another host device
+#: (a 64-bit one only while x64 is on: device_put would narrow it).
+_HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer"}), flag=X64)
+
+#: What jax.device_put shares rather than copies: a C-contiguous, 64-byte aligned numpy
+#: buffer. Read-only memory stays out, as on the DLPack edge (rule 8): the JAX array would
+#: reach torch later as a writable alias of memory its owner protects.
+_NUMPY_SHARED = Needs(
+    layouts=frozenset({"C"}),
+    layout_reason="jax.device_put shares only C-contiguous buffers",
+    aligned=True,
+    flag=X64,
+    extra=lambda key: "the buffer is read-only" if key.readonly else None,
+)
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """JAX: jax.Array; 64-bit dtypes only with jax_enable_x64."""
+    return [
+        FrameworkSpec(
+            name="jax",
+            # Tracers are not jax.Array subclasses; they are owned (and refused) by JAX.
+            array_types=("jax.Array", "jax.core.Tracer"),
+            describe=describe,
+            key=key,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES),
+            distribution="jax",
+            install_hint="pip install 'interop-core[jax]'",
+            devices=_devices,
+            device_kinds=("cpu", "cuda"),
+            parse_device=parse_device,
+            constructor="jax.numpy.asarray",
+            astype=astype,
+        )
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The JAX copy and device moves."""
+    return [
+        ConverterSpec(
+            name="jnp.array(copy=True)",
+            source="jax",
+            target="jax",
+            load=_load_copy,
+            zero_copy=False,
+            # A sharded array is copied shard by shard and keeps its sharding.
+            accepts=Needs(no_flags=frozenset({"tracer"})),
+            keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
+            devices=frozenset({"cpu", "cuda"}),
+            cost=5.0,
+        ),
+        ConverterSpec(
+            name="jax.device_put(gpu)",
+            source="jax",
+            target="jax",
+            load=_load_to_gpu,
+            zero_copy=False,
+            accepts=_PLAIN,
+            devices=frozenset({"cpu", "cuda"}),
+            to_device="cuda",
+            cost=MOVE_COST,
+        ),
+        ConverterSpec(
+            name="jax.device_put(cpu)",
+            source="jax",
+            target="jax",
+            load=_load_to_cpu,
+            zero_copy=False,
+            accepts=_PLAIN,
+            # From a GPU, and between host devices (cpu:3 -> cpu:1).
+            devices=frozenset({"cpu", "cuda"}),
+            to_device="cpu",
+            cost=MOVE_COST,
+        ),
+        # Between host devices, sharing the buffer (cpu:3 -> cpu:1).
+        ConverterSpec(
+            name="jax.device_put(np.asarray)",
+            source="jax",
+            target="jax",
+            load=_load_share_on_host,
+            zero_copy=True,
+            accepts=_HOST_SHARED,
+            to_device="cpu",
+            cost=MOVE_COST,
+        ),
+        # numpy -> a JAX host device other than the first (the DLPack edges land on that
+        # one); the planner takes it only for "cpu:N", a move to where the array is not.
+        ConverterSpec(
+            name="jax.device_put(numpy)",
+            source="numpy",
+            target="jax",
+            load=_load_to_cpu,
+            zero_copy=True,
+            accepts=_NUMPY_SHARED,
+            to_device="cpu",
+            cost=MOVE_COST,
+        ),
+    ]
+
+
+def _is_jax_function(f: Any) -> bool:
+    """A callable object made by JAX itself (jax.jit, jax.custom_vjp, ...): its type lives in
+    jax or jaxlib. Plain functions (and jax.grad's, which are plain) need source=."""
+    return callable(f) and type(f).__module__.partition(".")[0] in ("jax", "jaxlib")
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """JAX functions that say they are JAX's: jax.jit-wrapped ones (and custom_vjp/jvp)."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="jax",
+            types=("jaxlib._jax.PjitFunction",),
+            claims=_is_jax_function,
+            description="a jax.jit-wrapped function",
+        )
+    ]

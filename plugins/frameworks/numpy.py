@@ -1,0 +1,248 @@
+"""NumPy: framework spec and the in-framework copy (into a 64-byte aligned buffer)."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+from typing import Any
+
+from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
+from interop_core.declare.predicates import Needs
+from interop_core.declare.specs import ALIGNMENT, CPU, DTYPES, classify_layout
+
+# ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
+_C, _F, _WRITEABLE = 0x1, 0x2, 0x400
+_KEY_BITS = _C | _F | _WRITEABLE
+#: dtypes that numpy holds only through ml_dtypes.
+ML_DTYPES = frozenset({"bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+
+def has_ml_dtypes() -> bool:
+    """Whether ml_dtypes (numpy's bfloat16/float8) can be imported."""
+    return importlib.util.find_spec("ml_dtypes") is not None
+
+
+def dtype_name(dt: Any) -> str:
+    """Canonical name of a numpy dtype (non-native byte order is marked so none accepts it)."""
+    name = str(dt.name)
+    if not dt.isnative:
+        return f"{name} (non-native byte order)"
+    return name
+
+
+def numpy_dtype(name: str) -> Any:
+    """The numpy dtype for a canonical name (ml_dtypes for bfloat16/float8)."""
+    import numpy as np
+
+    if name in ML_DTYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def _layout(x: Any) -> str:
+    bits = x.flags.num
+    if bits & _C:
+        return "C"
+    if bits & _F:
+        return "F"
+    return classify_layout(x.shape, x.strides, x.itemsize)
+
+
+def _flags(x: Any) -> frozenset[str]:
+    import numpy as np
+
+    return frozenset({"masked"}) if isinstance(x, np.ma.MaskedArray) else frozenset()
+
+
+def describe(x: Any) -> TensorInfo:
+    """Describe an ndarray without copying it."""
+    address = x.ctypes.data
+    _check_fast_read(x, address)
+    return TensorInfo(
+        framework="numpy",
+        dtype=dtype_name(x.dtype),
+        device=CPU,
+        shape=tuple(x.shape),
+        layout=_layout(x),
+        readonly=not x.flags.writeable,
+        aligned=address % ALIGNMENT == 0,
+        flags=_flags(x),
+    )
+
+
+# ndarray's data pointer is the first field after the object header (PyArrayObject_fields);
+# reading it there costs ~0.15 µs against ~0.95 µs for x.ctypes.data. describe() checks the
+# two agree before the key trusts the fast read.
+_read_address = ctypes.c_void_p.from_address
+_DATA_OFFSET = object.__basicsize__
+_fast_read_ok: bool | None = None
+
+
+def _check_fast_read(x: Any, address: int) -> None:
+    global _fast_read_ok
+    if _fast_read_ok is not False:
+        _fast_read_ok = _read_address(id(x) + _DATA_OFFSET).value == address
+
+
+# key() and aligned_key() are spelled out separately: they run on every warm call, where a
+# flag test or a functools.partial costs more than the duplication.
+
+
+def key(x: Any) -> Any:
+    """Warm-path key: the dtype object and the contiguity/writeable bits (layout if neither)."""
+    bits = x.flags.num & _KEY_BITS
+    if bits & (_C | _F):
+        return (x.dtype, bits)
+    return (x.dtype, bits, classify_layout(x.shape, x.strides, x.itemsize))
+
+
+def aligned_key(x: Any) -> Any:
+    """key() plus whether the data is 64-byte aligned."""
+    bits = x.flags.num & _KEY_BITS
+    address = _read_address(id(x) + _DATA_OFFSET).value if _fast_read_ok else x.ctypes.data
+    k = (x.dtype, bits, not (address or 0) % ALIGNMENT)
+    if bits & (_C | _F):
+        return k
+    return (*k, classify_layout(x.shape, x.strides, x.itemsize))
+
+
+def data_ptr(x: Any) -> int:
+    """Address of the first element."""
+    return int(x.ctypes.data)
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A 64-byte aligned, C-contiguous ndarray of ``data`` with canonical ``dtype``."""
+    import numpy as np
+
+    values = np.asarray(data, dtype=numpy_dtype(dtype))
+    out = aligned_empty(values.shape, values.dtype)
+    out[...] = values
+    return out
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -buf.ctypes.data % ALIGNMENT
+    return buf[start : start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(x: Any) -> Any:
+    """A C-contiguous, 64-byte aligned copy of ``x`` (the bytes are moved once)."""
+    import numpy as np
+
+    if x.dtype.hasobject:  # object pointers must be copied by numpy's own refcounting path
+        return np.array(x, order="C", copy=True)
+    out = aligned_empty(x.shape, x.dtype)
+    np.copyto(out, x, casting="no")
+    return out
+
+
+def astype(x: Any, dtype: str) -> Any:
+    """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``): a C-contiguous, 64-byte
+    aligned copy; a masked array stays masked and a numpy scalar a scalar."""
+    import numpy as np
+
+    target = numpy_dtype(dtype)
+    if isinstance(x, (np.ma.MaskedArray, np.generic)):
+        return x.astype(target)
+    out = aligned_empty(x.shape, target)
+    np.copyto(out, x, casting="unsafe")  # the user asked for this cast: any kind is allowed
+    return out
+
+
+def _devices() -> list[str]:
+    return ["cpu"]
+
+
+# numpy scalars (np.float32(1.5), an element read out of an array) are 0-d arrays in all
+# but name: a source node of their own whose one edge makes the 0-d array.
+
+
+def describe_scalar(x: Any) -> TensorInfo:
+    """Describe a numpy scalar as the 0-d array it becomes."""
+    return TensorInfo("numpy.generic", dtype_name(x.dtype), CPU, (), "C", True, False)
+
+
+def scalar_key(x: Any) -> Any:
+    """Warm-path key: the dtype."""
+    return x.dtype
+
+
+def scalar_ptr(x: Any) -> int:
+    """A numpy scalar has no buffer of its own: each export copies it."""
+    raise TypeError("a numpy scalar has no stable data pointer")
+
+
+def scalar_to_array(x: Any) -> Any:
+    """The 0-d, 64-byte aligned array holding the scalar (its bytes copied once)."""
+    out = aligned_empty((), x.dtype)
+    out[()] = x
+    return out
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """NumPy: ndarray on the CPU; bfloat16/float8 with ml_dtypes installed."""
+    return [
+        FrameworkSpec(
+            name="numpy",
+            aliases=("np",),
+            array_types=("numpy.ndarray",),
+            describe=describe,
+            key=key,
+            aligned_key=aligned_key,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(d for d in DTYPES if d not in ML_DTYPES or has_ml_dtypes()),
+            distribution="numpy",
+            install_hint="pip install 'interop-core[numpy]'",
+            devices=_devices,
+            device_kinds=("cpu",),
+            constructor="numpy.asarray",
+            astype=astype,
+        ),
+        FrameworkSpec(
+            name="numpy.generic",
+            # Numbers and bools only: np.str_ and np.bytes_ are strings, not arrays.
+            array_types=("numpy.number", "numpy.bool_"),
+            describe=describe_scalar,
+            key=scalar_key,
+            data_ptr=scalar_ptr,
+            dtypes=frozenset(DTYPES),
+            distribution="numpy",
+            target=False,
+            astype=astype,
+        ),
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The numpy copy: C-contiguous, writable and 64-byte aligned."""
+    return [
+        ConverterSpec(
+            name="numpy aligned copy",
+            source="numpy",
+            target="numpy",
+            load=lambda: aligned_copy,
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"masked"})),
+            cost=1.0,
+        ),
+        ConverterSpec(
+            name="0-d array of a numpy scalar",
+            source="numpy.generic",
+            target="numpy",
+            load=lambda: scalar_to_array,
+            zero_copy=False,
+            cost=1.0,
+        ),
+    ]

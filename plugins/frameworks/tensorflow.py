@@ -1,0 +1,202 @@
+"""TensorFlow: framework spec and the in-framework copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
+from interop_core.declare.predicates import Needs
+from interop_core.declare.specs import DTYPES
+from interop_core.kit.buffers import capsule_address
+
+#: TensorFlow holds float8 types but cannot exchange them through DLPack.
+_NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
+
+
+def device_of(name: str) -> Device:
+    """Device of a TF device string ("/job:localhost/.../device:CPU:0")."""
+    kind, _, index = name.rpartition("device:")[2].partition(":")
+    kind = kind.lower()
+    return Device("cuda" if kind == "gpu" else kind or "cpu", int(index or 0))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A TensorFlow device string ("/device:GPU:1", "/job:localhost/.../device:CPU:0")."""
+    if isinstance(device, str) and "device:" in device.lower():
+        kind, _, index = device.lower().rpartition("device:")[2].partition(":")
+        if kind and (not index or index.isdigit()):
+            return Device("cuda" if kind == "gpu" else kind, int(index or 0))
+    return None
+
+
+def _symbolic(t: Any) -> bool:
+    return type(t).__name__ != "EagerTensor"
+
+
+def describe(t: Any) -> TensorInfo:
+    """Describe an eager tf.Tensor (always C-contiguous)."""
+    shape = tuple(int(d) if d is not None else -1 for d in t.shape)
+    symbolic = _symbolic(t)
+    return TensorInfo(
+        framework="tensorflow",
+        dtype=t.dtype.name,
+        device=Device() if symbolic else device_of(t.device),
+        shape=shape,
+        layout="C",
+        readonly=False,
+        # TF's kernels require 64-byte alignment (they abort otherwise) and the router hands
+        # TF only aligned buffers, so every usable TF tensor is aligned.
+        aligned=True,
+        flags=frozenset({"symbolic"}) if symbolic else frozenset(),
+    )
+
+
+def key(t: Any) -> Any:
+    """Warm-path key: dtype enum and device string (DType objects hash slowly)."""
+    try:
+        return (t._datatype_enum(), t.device)
+    except AttributeError:  # a symbolic tensor
+        return (t.dtype, None)
+
+
+def data_ptr(t: Any) -> int:
+    """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
+    import tensorflow as tf
+
+    return capsule_address(tf.experimental.dlpack.to_dlpack(t))
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A tf.Tensor of ``data`` with canonical ``dtype``."""
+    import tensorflow as tf
+
+    return tf.constant(data, dtype=getattr(tf, dtype))
+
+
+def astype(t: Any, dtype: str) -> Any:
+    """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new tensor on its device."""
+    import tensorflow as tf
+
+    return tf.cast(t, getattr(tf, dtype))
+
+
+def _devices() -> list[str]:
+    import tensorflow as tf
+
+    return [str(device_of(d.name)) for d in tf.config.list_logical_devices()]
+
+
+# A tf.Variable converts as its current value: read_value() shares the variable's buffer,
+# and TensorFlow copies that buffer on the next assign() while the value is alive (measured:
+# the value and its numpy view keep the old data, the variable moves to a new buffer).
+
+_SNAPSHOT = (
+    "a snapshot of the variable's current value, sharing its buffer: later assign() calls "
+    "do not change the result (TensorFlow copies the variable's buffer on write)"
+)
+
+
+def describe_variable(v: Any) -> TensorInfo:
+    """Describe a tf.Variable as the tensor its current value is."""
+    return describe(v.read_value())._replace(framework="tensorflow.Variable")
+
+
+def variable_key(v: Any) -> Any:
+    """Warm-path key: dtype and device string."""
+    return (v.dtype, v.device)
+
+
+def variable_ptr(v: Any) -> int:
+    """Address of the variable's current buffer."""
+    return data_ptr(v.read_value())
+
+
+def _read_value(v: Any) -> Any:
+    return v.read_value()  # a method of each variable class (tf.Variable's own is abstract)
+
+
+def _load_copy() -> Any:
+    import tensorflow as tf
+
+    deep_copy = tf.raw_ops.DeepCopy
+
+    def copy(t: Any) -> Any:
+        return deep_copy(x=t)  # tf.identity would return the same buffer
+
+    return copy
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """TensorFlow: eager tf.Tensor (symbolic tensors inside tf.function are refused)."""
+    return [
+        FrameworkSpec(
+            name="tensorflow",
+            aliases=("tf",),
+            array_types=("tensorflow.Tensor",),
+            describe=describe,
+            key=key,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES) - _NO_INTEROP,
+            distribution="tensorflow",
+            install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
+            devices=_devices,
+            device_kinds=("cpu", "cuda"),
+            parse_device=parse_device,
+            constructor="tensorflow.constant",
+            astype=astype,
+        ),
+        FrameworkSpec(
+            name="tensorflow.Variable",
+            array_types=("tensorflow.Variable",),
+            describe=describe_variable,
+            key=variable_key,
+            data_ptr=variable_ptr,
+            dtypes=frozenset(DTYPES) - _NO_INTEROP,
+            distribution="tensorflow",
+            target=False,
+        ),
+    ]
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The TensorFlow copy (DeepCopy: a new buffer, C-contiguous)."""
+    return [
+        ConverterSpec(
+            name="tf.raw_ops.DeepCopy",
+            source="tensorflow",
+            target="tensorflow",
+            load=_load_copy,
+            zero_copy=False,
+            accepts=Needs(no_flags=frozenset({"symbolic"})),
+            devices=frozenset({"cpu", "cuda"}),
+            cost=3.0,
+        ),
+        ConverterSpec(
+            name="Variable.read_value()",
+            source="tensorflow.Variable",
+            target="tensorflow",
+            load=lambda: _read_value,
+            zero_copy=True,
+            devices=frozenset({"cpu", "cuda"}),
+            note=_SNAPSHOT,
+        ),
+    ]
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """tf.function objects, restored SavedModel functions included, and concrete functions."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="tensorflow",
+            types=(
+                "tensorflow.python.types.core.PolymorphicFunction",
+                "tensorflow.python.types.core.ConcreteFunction",
+            ),
+            description="a tf.function",
+        )
+    ]

@@ -1,0 +1,324 @@
+"""PyTorch: framework spec, the in-framework copy and moves between the CPU and CUDA devices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core import (
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    NotAnArrayError,
+    TensorInfo,
+    hookimpl,
+)
+from interop_core.declare.predicates import Needs
+from interop_core.declare.specs import ALIGNMENT, DTYPES, MOVE_COST, classify_layout
+
+#: Quantized dtypes are described by their storage dtype; the "quantized" flag refuses them.
+_QUANTIZED_STORAGE = {"qint8": "int8", "quint8": "uint8", "qint32": "int32", "quint4x2": "uint8"}
+
+
+def dtype_name(dt: Any) -> str:
+    """Canonical name of a torch dtype ("torch.float32" -> "float32")."""
+    name = str(dt).removeprefix("torch.")
+    return _QUANTIZED_STORAGE.get(name, name)
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype for a canonical name."""
+    import torch
+
+    return getattr(torch, name)
+
+
+def _flags(t: Any) -> frozenset[str]:
+    import torch
+
+    flags = []
+    if t.requires_grad:
+        flags.append("requires_grad")
+    if t.layout != torch.strided:
+        flags.append("sparse")
+    elif t.is_quantized:
+        flags.append("quantized")
+    else:
+        if t.is_conj():
+            flags.append("conj")
+        if t.is_neg():
+            flags.append("neg")
+    return frozenset(flags)
+
+
+def is_dtensor(t: Any) -> bool:
+    """Is ``t`` a torch.distributed DTensor (a global tensor of which each rank holds a shard)?"""
+    return type(t).__name__ == "DTensor" and type(t).__module__.startswith("torch.distributed")
+
+
+def dtensor_flags(t: Any) -> frozenset[str]:
+    """A DTensor's flags: "sharded" always (plain edges must not read its wrapper), with
+    "replicated" (every rank holds it all), "partial" (unreduced placements) and
+    "multiprocess" (its mesh spans several ranks)."""
+    placements = t.placements
+    flags = {"sharded"}
+    if all(p.is_replicate() for p in placements):
+        flags.add("replicated")
+    if any(p.is_partial() for p in placements):
+        flags.add("partial")
+    if t.device_mesh.size() > 1:
+        flags.add("multiprocess")
+    if t.requires_grad:
+        flags.add("requires_grad")
+    return frozenset(flags)
+
+
+def _dtensor_key(t: Any) -> Any:
+    # Placements are small frozen dataclasses (no mesh): safe to keep in the plan cache.
+    return (
+        t.dtype, t.device, tuple(t.placements), t.device_mesh.size(), t.requires_grad,
+        t.is_contiguous(),
+    )  # fmt: skip
+
+
+def describe(t: Any) -> TensorInfo:
+    """Describe a tensor without copying it (a DTensor by its global shape and local device)."""
+    import torch
+
+    if t.is_meta:  # no route can help: say so before any planning
+        raise NotAnArrayError(
+            "Cannot convert a torch meta tensor (device='meta'): it has no data.\n"
+            f"It holds only a shape {tuple(t.shape)} and a dtype {dtype_name(t.dtype)}: create "
+            "it on a real device (device='cpu' or 'cuda'), or build the target's array from "
+            "its shape and dtype."
+        )
+    dense = t.layout == torch.strided
+    shape = tuple(t.shape)
+    dtensor = is_dtensor(t)
+    return TensorInfo(
+        framework="torch",
+        dtype=dtype_name(t.dtype),
+        device=Device(t.device.type, t.device.index or 0),
+        shape=shape,
+        # A DTensor's layout is that of its global strides, as a class (its key reads only
+        # whether it is contiguous).
+        layout=(
+            ("C" if t.is_contiguous() else "strided")
+            if dtensor
+            else classify_layout(shape, tuple(t.stride()), 1)
+            if dense
+            else "C"
+        ),
+        readonly=False,
+        aligned=dtensor or not dense or t.data_ptr() % ALIGNMENT == 0,
+        flags=dtensor_flags(t) if dtensor else _flags(t),
+    )
+
+
+# key() and aligned_key() are spelled out separately: they run on every warm call, where a
+# flag test or a functools.partial costs more than the duplication. get_device() is -1 on
+# the CPU and the index on an accelerator: an int hashes and compares faster than a
+# torch.device. The conjugate and negative bits exist only on views (x.conj(), x.imag),
+# so they are read only for views.
+
+
+def key(t: Any) -> Any:
+    """Warm-path key: dtype, device, grad, contiguity, view bits (layout if not contiguous)."""
+    if type(t).__name__ == "DTensor":
+        return _dtensor_key(t)
+    k: tuple[Any, ...]
+    try:
+        k = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
+    except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
+        return (t.dtype, t.device, t.requires_grad, t.layout)
+    if k[4]:
+        k += (t.is_conj(), t.is_neg())
+    return k if k[3] else _strided_key(t, k)
+
+
+def aligned_key(t: Any) -> Any:
+    """key() plus whether the data is 64-byte aligned."""
+    if type(t).__name__ == "DTensor":
+        return _dtensor_key(t)
+    k: tuple[Any, ...]
+    try:
+        k = (
+            t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view(),
+            not t.data_ptr() % ALIGNMENT,
+        )  # fmt: skip
+    except RuntimeError:
+        return (t.dtype, t.device, t.requires_grad, t.layout)
+    if k[4]:
+        k += (t.is_conj(), t.is_neg())
+    return k if k[3] else _strided_key(t, k)
+
+
+def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
+    import torch
+
+    if t.layout != torch.strided:
+        return (*k, t.layout)
+    return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
+
+
+def data_ptr(t: Any) -> int:
+    """Address of the first element."""
+    return int(t.data_ptr())
+
+
+def example(data: Any, dtype: str) -> Any:
+    """A tensor of ``data`` with canonical ``dtype``."""
+    import torch
+
+    return torch.tensor(data, dtype=torch_dtype(dtype))
+
+
+def parse_device(device: Any) -> Device | None:
+    """A torch.device as a Device."""
+    if type(device).__module__ == "torch" and type(device).__name__ == "device":
+        return Device(device.type, device.index or 0)
+    return None
+
+
+def astype(t: Any, dtype: str) -> Any:
+    """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new contiguous tensor on
+    its device (sparse tensors and DTensors keep their layout; autograd records the cast)."""
+    import torch
+
+    target = torch_dtype(dtype)
+    if t.layout != torch.strided or is_dtensor(t):
+        return t.to(target)
+    return t.to(target, memory_format=torch.contiguous_format)
+
+
+def _devices() -> list[str]:
+    import torch
+
+    return ["cpu", *(f"cuda:{i}" for i in range(torch.cuda.device_count()))]
+
+
+def _load_copy() -> Any:
+    import torch
+
+    contiguous = torch.contiguous_format
+    try:
+        import numpy as np
+
+        from .numpy import aligned_empty
+    except ImportError:
+        np = None  # type: ignore[assignment]
+
+    def copy(t: Any) -> Any:
+        if np is None or not t.is_cpu or t.numel() == 0:
+            # copy_ materialises conj/neg bits and stays on the autograd graph: one copy.
+            return torch.empty_like(t, memory_format=contiguous).copy_(t)
+        # On CPU, allocate through numpy: its large buffers get transparent huge pages, and
+        # for plain contiguous data numpy's copy is several times faster than torch's copy_
+        # here (64 MiB: 12 ms against 60-90 ms; docs/benchmarks.md).
+        raw = aligned_empty((t.numel() * t.element_size(),), np.uint8)
+        out = torch.from_numpy(raw).view(t.dtype).view(t.shape)
+        plain = not (t.requires_grad or t.is_conj() or t.is_neg())
+        if plain and t.numel() > 1 and t.is_contiguous():  # (a size-1 dim may keep any stride)
+            np.copyto(raw, t.reshape(-1).view(torch.uint8).numpy())
+            return out
+        return out.copy_(t)
+
+    return copy
+
+
+def _load_to_cuda() -> Any:
+    def to_cuda(t: Any, device: Device) -> Any:
+        # Ordered on torch's current streams of both devices (no device-wide synchronize).
+        return t.to(f"cuda:{device.index}")
+
+    return to_cuda
+
+
+def _load_to_cpu() -> Any:
+    def to_cpu(t: Any, device: Device) -> Any:
+        return t.cpu()
+
+    return to_cpu
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """PyTorch: torch.Tensor on CPU or CUDA."""
+    return [
+        FrameworkSpec(
+            name="torch",
+            aliases=("pytorch",),
+            array_types=("torch.Tensor",),
+            describe=describe,
+            key=key,
+            aligned_key=aligned_key,
+            data_ptr=data_ptr,
+            example=example,
+            dtypes=frozenset(DTYPES),
+            distribution="torch",
+            install_hint="pip install 'interop-core[torch]'",
+            devices=_devices,
+            device_kinds=("cpu", "cuda"),
+            parse_device=parse_device,
+            constructor="torch.asarray",
+            astype=astype,
+        )
+    ]
+
+
+#: The copies and moves take any strided tensor but a DTensor (its own edges gather it).
+_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded"}))
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The torch copy (contiguous, keeps autograd) and device moves."""
+    return [
+        ConverterSpec(
+            name="torch contiguous copy",
+            source="torch",
+            target="torch",
+            load=_load_copy,
+            zero_copy=False,
+            accepts=_DENSE,
+            devices=frozenset({"cpu", "cuda"}),
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+        ConverterSpec(
+            name="Tensor.to(cuda)",
+            source="torch",
+            target="torch",
+            load=_load_to_cuda,
+            zero_copy=False,
+            accepts=_DENSE,
+            devices=frozenset({"cpu", "cuda"}),
+            to_device="cuda",
+            cost=MOVE_COST,
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+        ConverterSpec(
+            name="Tensor.cpu()",
+            source="torch",
+            target="torch",
+            load=_load_to_cpu,
+            zero_copy=False,
+            accepts=_DENSE,
+            devices=frozenset({"cuda"}),
+            to_device="cpu",
+            cost=MOVE_COST,
+            keeps_flags=frozenset({"requires_grad"}),
+        ),
+    ]
+
+
+@hookimpl
+def interop_kinds() -> list[KindSpec]:
+    """torch.nn.Module: a function of its inputs, its parameters carried along."""
+    return [
+        KindSpec(
+            kind="function",
+            framework="torch",
+            types=("torch.nn.Module",),
+            description="a torch.nn.Module",
+        )
+    ]
