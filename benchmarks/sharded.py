@@ -44,7 +44,10 @@ from bench import print_sections, rss_kib
 from functions import installed, skip_row
 
 from interop_core import to
-from interop_core.testing import process_group_rank
+
+# The ranks join their groups as the multi-process tests' ranks do (test code, not the core's).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from process_group import process_group_rank
 
 # JAX arrays are read-only; torch.from_numpy of one says so once per process.
 warnings.filterwarnings("ignore", "The given NumPy array is not writable")

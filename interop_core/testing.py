@@ -9,17 +9,12 @@
   buffer protocol), not through any plugin (from :mod:`interop_core.kit.buffers`).
 - :func:`check_framework` and :class:`ConformanceError`: the conformance kit (from
   :mod:`interop_core.kit.conformance`).
-- :func:`process_group_rank`: this process as one rank of a ``jax.distributed`` and gloo
-  group on the loopback address (sharded routes across processes, on CPUs).
 
 This module imports no framework.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -39,7 +34,6 @@ __all__ = [
     "framework_of",
     "independent_data_ptr",
     "isolated_registry",
-    "process_group_rank",
     "protocol_view",
     "shares_memory",
     "spec_of",
@@ -84,30 +78,3 @@ def data_ptr(x: Any, registry: Registry | None = None) -> int:
 def shares_memory(a: Any, b: Any, registry: Registry | None = None) -> bool:
     """True when ``a`` and ``b`` start at the same address (a zero-copy result of ``to``)."""
     return data_ptr(a, registry) == data_ptr(b, registry)
-
-
-@contextmanager
-def process_group_rank(rank: int, world: int, jax_port: int, torch_port: int) -> Iterator[None]:
-    """Run the ``with`` block as rank ``rank`` of ``world`` processes, each joined to a
-    ``jax.distributed`` group and a torch gloo group on 127.0.0.1 (ports of rank 0).
-
-    On leaving, the ranks meet at a barrier and both groups are shut down. An exception in
-    the block prints its traceback and ends the process at once (exit status 1): its peers
-    may wait for it in a collective, and a normal exit would wait for them.
-    """
-    import jax
-    import torch.distributed as dist
-
-    jax.distributed.initialize(f"127.0.0.1:{jax_port}", num_processes=world, process_id=rank)
-    dist.init_process_group(
-        "gloo", init_method=f"tcp://127.0.0.1:{torch_port}", rank=rank, world_size=world
-    )
-    try:
-        yield
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
-    dist.barrier()
-    dist.destroy_process_group()
-    jax.distributed.shutdown()  # type: ignore[no-untyped-call]  # untyped in jax 0.10

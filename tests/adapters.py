@@ -4,6 +4,11 @@ Arrays are built from a numpy *reference* (the values the array must hold) in a 
 layout case. Every helper that needs a framework imports it lazily and only through
 ``conftest.need``, so a missing framework skips the test (or fails it under
 INTEROP_REQUIRE) instead of breaking collection.
+
+The frameworks are the default registry's (``conftest.frameworks``). numpy, torch, JAX and
+TensorFlow arrays are built and read with each framework's own API; a framework a plugin
+adds is built with its spec's ``example()`` (C-contiguous layouts only) and read through the
+standard protocols, or its plugin where it speaks none.
 """
 
 from __future__ import annotations
@@ -11,11 +16,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from conftest import need
+from conftest import frameworks, need
 
-from interop_core.testing import data_ptr
+from interop_core import default_registry
+from interop_core.testing import data_ptr, independent_data_ptr
 
-FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
+#: Every framework to() converts into that builds examples on the host.
+FRAMEWORKS = frameworks()
 
 #: Canonical dtype names exercised by the tests.
 DTYPES = (
@@ -49,6 +56,14 @@ SOURCE_LAYOUTS: dict[str, tuple[str, ...]] = {
     "jax": ("contiguous", "0d", "empty"),
     "tensorflow": ("contiguous", "0d", "empty"),
 }
+#: The layout cases a framework a plugin adds builds, with its ``example()``.
+EXAMPLE_LAYOUTS = ("contiguous", "0d")
+
+
+def layouts_of(framework: str) -> tuple[str, ...]:
+    """The layout cases ``framework`` can produce as a source."""
+    return SOURCE_LAYOUTS.get(framework, EXAMPLE_LAYOUTS)
+
 
 SHAPE = (3, 4)
 ALIGNMENT = 64
@@ -68,10 +83,11 @@ def jax_x64() -> bool:
 
 
 def holds(framework: str, dtype: str) -> bool:
-    """Whether ``framework`` holds canonical ``dtype`` without narrowing it."""
+    """Whether ``framework`` holds canonical ``dtype`` without narrowing it: one of its
+    spec's dtypes (numpy's bfloat16 comes from ml_dtypes), 64-bit ones in JAX only with x64."""
     if framework == "jax" and dtype in X64_DTYPES:
         return jax_x64()
-    return dtype in DTYPES  # numpy (bfloat16 via ml_dtypes), torch, TF: every tested dtype
+    return dtype in DTYPES and dtype in default_registry().state.frameworks[framework].dtypes
 
 
 def dtypes_of(framework: str) -> tuple[str, ...]:
@@ -267,13 +283,24 @@ def make_tf(ref: Any, layout: str) -> Any:
     return tf.constant(ref)
 
 
+def make_by_example(framework: str, ref: Any, layout: str) -> Any:
+    """An array of a framework a plugin adds, built by its spec's ``example()``."""
+    if layout not in EXAMPLE_LAYOUTS:
+        raise ValueError(f"{framework} cannot make layout {layout!r}")
+    need(framework)
+    example = default_registry().state.frameworks[framework].example
+    assert example is not None, f"{framework} builds no example"
+    return example(ref.tolist(), str(ref.dtype.name))  # ml_dtypes' bfloat16 too
+
+
 _MAKERS = {"numpy": make_numpy, "torch": make_torch, "jax": make_jax, "tensorflow": make_tf}
 
 
 def make(framework: str, dtype: str, layout: str) -> tuple[Any, Any]:
     """(array of ``framework``, numpy reference of its values) for ``dtype`` and ``layout``."""
     ref = reference(dtype, layout)
-    x = _MAKERS[framework](ref, layout)
+    maker = _MAKERS.get(framework)
+    x = maker(ref, layout) if maker is not None else make_by_example(framework, ref, layout)
     assert tuple(x.shape) == ref.shape
     return x, ref
 
@@ -282,12 +309,27 @@ def make(framework: str, dtype: str, layout: str) -> tuple[Any, Any]:
 
 
 def dtype_name(x: Any) -> str:
-    """Canonical dtype name of an array of any of the four frameworks (read independently)."""
+    """Canonical dtype name of an array of any of the four frameworks (read independently);
+    of another framework's, as its plugin describes it."""
+    if _own(x) is None:
+        spec = default_registry().state.detect(x)
+        assert spec is not None, f"not an array of a registered framework: {type(x)!r}"
+        return spec.describe(x).dtype
     dt = x.dtype
     name = getattr(dt, "name", None)
     if isinstance(name, str):  # numpy, jax (numpy dtypes) and tf.DType
         return name
     return str(dt).removeprefix("torch.")  # torch.dtype has no .name
+
+
+def _own(x: Any) -> str | None:
+    """Which of numpy, torch, jax and tensorflow ``x`` belongs to, by its type's module;
+    None for another framework's array."""
+    np = need("numpy")
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    top = type(x).__module__.partition(".")[0]
+    return {"torch": "torch", "jax": "jax", "jaxlib": "jax", "tensorflow": "tensorflow"}.get(top)
 
 
 def to_numpy(x: Any) -> Any:
@@ -308,7 +350,26 @@ def to_numpy(x: Any) -> Any:
         return np.array(x.numpy(), copy=True)
     if kind == "cupy":
         return x.get()
-    raise TypeError(f"not an array of a tested framework: {type(x)!r}")
+    return _foreign_to_numpy(x)
+
+
+def _foreign_to_numpy(x: Any) -> Any:
+    """A numpy copy of an array of a framework a plugin adds: through a standard protocol
+    (the buffer protocol, an array interface, __array__, DLPack), else its ``tolist()``."""
+    np = need("numpy")
+    owner = default_registry().state.detect(x)
+    if owner is None:
+        raise TypeError(f"not an array of a tested framework: {type(x)!r}")
+    info = owner.describe(x)
+    want = np_dtype(info.dtype)
+    for read in (np.asarray, np.from_dlpack):
+        try:
+            a = read(x)
+        except Exception:
+            continue
+        if a.dtype == want and a.shape == tuple(info.shape):
+            return np.array(a, copy=True)
+    return np.array(x.tolist(), dtype=want).reshape(info.shape)
 
 
 def assert_same_array(ref: Any, got: Any) -> None:
@@ -330,3 +391,17 @@ def assert_same_array(ref: Any, got: Any) -> None:
 def ptr(x: Any) -> int:
     """Address of the first element, through the framework spec."""
     return data_ptr(x)
+
+
+def own_ptr(x: Any) -> int:
+    """Address of the first element read with the framework's own API (numpy, torch, JAX),
+    else through a standard protocol (TensorFlow: DLPack), else through its plugin."""
+    fw = _own(x)
+    if fw == "numpy":
+        return int(x.ctypes.data)
+    if fw == "torch":
+        return int(x.data_ptr())
+    if fw == "jax":
+        return int(x.unsafe_buffer_pointer())
+    found = independent_data_ptr(x)  # TensorFlow: its DLPack export (__array__ refuses bfloat16)
+    return found if found is not None else data_ptr(x)

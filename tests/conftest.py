@@ -26,6 +26,37 @@ _MODULES = {
 }  # fmt: skip
 
 
+def frameworks(*, builtin: bool = False) -> tuple[str, ...]:
+    """The frameworks the tests convert between, from the default registry: those ``to()``
+    converts into that build examples on the host (``target``, ``example``, "cpu" in
+    ``device_kinds``), as the conformance kit picks the frameworks it checks a framework
+    against; installed or not (their tests skip through :func:`need`), so a framework a
+    plugin adds is tested too. ``builtin``: only those of interop_core's own plugins (for
+    tests of what the built-ins promise, such as zero-copy between every pair)."""
+    from interop_core import default_registry
+    from interop_core.engine.manager import BUILTIN_PLUGINS
+
+    return tuple(
+        name
+        for name, spec in default_registry().state.frameworks.items()
+        if spec.target
+        and spec.example is not None
+        and (not spec.device_kinds or "cpu" in spec.device_kinds)
+        and (not builtin or spec.plugin in BUILTIN_PLUGINS)
+    )
+
+
+def _module(name: str) -> str:
+    """The module to import for framework ``name``: its spec's in the default registry for a
+    framework a plugin adds."""
+    if name in _MODULES:
+        return _MODULES[name]
+    from interop_core import default_registry
+
+    spec = default_registry().state.frameworks[name]
+    return spec.module or spec.import_name
+
+
 def required() -> set[str]:
     """Frameworks the current nox session names: their tests must run, never skip."""
     value = os.environ.get("INTEROP_REQUIRE", "")
@@ -42,7 +73,7 @@ def need(name: str) -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return importlib.import_module(_MODULES[name])
+            return importlib.import_module(_module(name))
     except ImportError as exc:
         if name in required():
             pytest.fail(f"{name} is required by this test session but cannot be imported: {exc}")

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from interop_core.testing import process_group_rank
+from process_group import process_group_rank
 
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=1"
 

@@ -31,7 +31,7 @@ from interop_core import (
 )
 from interop_core.declare.specs import CPU
 from interop_core.engine.detect import SAME_NAME, TypeTable
-from interop_core.engine.registry import State
+from interop_core.engine.state import State
 from interop_core.testing import isolated_registry, shares_memory
 
 THREADS = 8

@@ -8,13 +8,15 @@ Every pipeline runs on the CPU (device_id None); the image folder is test_pipeli
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import warnings
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import need
+from adapters import holds
+from conftest import frameworks, need
 
 import interop_core
 from interop_core import OptionError
@@ -25,11 +27,12 @@ pytest.importorskip("PIL.Image")
 
 from nvidia.dali import fn, pipeline_def  # noqa: E402
 from nvidia.dali.backend import TensorCPU  # noqa: E402
-from test_pipelines import NAMES, SIZE, array_type, data, host, images_def, owners  # noqa: E402
+from test_pipelines import NAMES, SIZE, data, host, images_def, owners  # noqa: E402
 
 __all__ = ["data"]  # the image folder fixture, shared with test_pipelines
 
-TARGETS = ["numpy", "torch", "jax", "tensorflow"]
+#: Every framework to() converts into (conftest.frameworks), a plugin's included.
+TARGETS = frameworks()
 ENDLESS = "never ends an epoch"
 
 
@@ -76,8 +79,22 @@ def first(batch: Any) -> dict[str, Any]:
 
 
 def need_target(target: str) -> None:
+    """Skip unless ``target`` is installed and holds the pipelines' uint8 images, int32
+    labels and float32 numbers (a plugin's framework may hold few dtypes)."""
     if target != "numpy":
         need(target)
+    for dtype in ("uint8", "int32", "float32"):
+        if not holds(target, dtype):
+            pytest.skip(f"{target} does not hold {dtype}")
+
+
+def batch_type(target: str) -> type:
+    """The array type of ``target``'s batches: its spec's first array type."""
+    need_target(target)
+    path = interop_core.default_registry().state.frameworks[target].array_types[0]
+    module, _, name = path.rpartition(".")
+    found: type = getattr(importlib.import_module(module), name)
+    return found
 
 
 def dali_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -121,7 +138,7 @@ def test_the_only_reader_ends_the_epoch_without_reader_name(
     """The README's to(pipe, "tensorflow", output_map=[...]) yielded forever with len() 0;
     an auto_reset loop never ended."""
     need_target(target)
-    kind = array_type(target)
+    kind = batch_type(target)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         it = interop_core.to(built(data.images, pad=True), target, output_map=NAMES)
@@ -220,7 +237,7 @@ def test_a_list_of_pipelines_batches_as_dalis_iterators_do(
     one dict per pipeline, JAX's a dict of arrays stacked on a new first axis; numpy's (and
     so TensorFlow's) a list of dicts of views."""
     need_target(target)
-    kind = array_type(target)
+    kind = batch_type(target)
     want = per_shard(data.images)  # 13 files, padded shards of 7: 2 batches each
     it = interop_core.to(shards(data.images, pad=True), target, output_map=NAMES)
     assert len(it) == 2

@@ -29,6 +29,7 @@ from interop_core import (
     FrameworkNotInstalledError,
     FrameworkSpec,
     InteropError,
+    KnownFramework,
     NoRouteError,
     NotAnArrayError,
     OptionError,
@@ -39,8 +40,8 @@ from interop_core import (
     hookimpl,
     to,
 )
+from interop_core.declare.errors import PluginWarning
 from interop_core.declare.specs import CPU
-from interop_core.engine.manager import PluginWarning
 from interop_core.testing import isolated_registry
 
 # -- the hierarchy ------------------------------------------------------------------------
@@ -131,6 +132,70 @@ def test_framework_not_installed_has_install_hint(np: Any) -> None:
         assert to(a, "numpy") is a
 
 
+class NamedOnlyPlugin:
+    """Frameworks known by name only (KnownFramework): no plugin converts them."""
+
+    @hookimpl
+    def interop_frameworks(self) -> list[KnownFramework]:
+        return [
+            # Its module (the name, by default) is not importable: not installed.
+            KnownFramework(name="farlib", install_hint="pip install farlib-interop",
+                           aliases=("FL",)),
+            # json stands for a framework that is installed, with no plugin for it.
+            KnownFramework(name="jsonfw", install_hint="pip install jsonfw-interop",
+                           module="json"),
+            # Names a real FrameworkSpec declares: that one is used, never these.
+            KnownFramework(name="ghostfw", install_hint="pip install the-wrong-hint"),
+            KnownFramework(name="numpy", install_hint="pip install the-wrong-hint",
+                           module="interop_no_such_module_xyz"),
+        ]  # fmt: skip
+
+
+def test_known_framework_not_installed_raises_its_install_hint(np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with isolated_registry(builtins=True) as reg:
+        reg.register(NamedOnlyPlugin(), name="named-only")
+        for target in ("farlib", "fl", "FarLib"):  # name or alias, any case
+            for call in (to, explain):
+                with pytest.raises(FrameworkNotInstalledError) as info:
+                    call(a, target)
+                assert type(info.value) is FrameworkNotInstalledError
+                assert info.value.install_hint == "pip install farlib-interop"
+                assert "'farlib' is known but not installed" in str(info.value)
+                assert "pip install farlib-interop" in str(info.value)
+
+
+def test_known_framework_installed_says_no_plugin_converts_it(np: Any) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    with isolated_registry(builtins=True) as reg:
+        reg.register(NamedOnlyPlugin(), name="named-only")
+        for call in (to, explain):
+            with pytest.raises(UnknownFrameworkError) as info:
+                call(a, "JSONFW")
+            assert type(info.value) is UnknownFrameworkError
+            msg = str(info.value)
+            assert "jsonfw is installed, but no installed interop_core plugin converts" in msg
+            assert "'named-only' knows it by name only" in msg
+            assert "jsonfw-interop" not in msg  # installing would not help
+
+
+@pytest.mark.parametrize("known_first", [True, False], ids=["known-first", "spec-first"])
+def test_a_framework_spec_takes_precedence_over_a_known_framework(
+    np: Any, known_first: bool
+) -> None:
+    a = np.zeros(3, dtype=np.float32)
+    plugins = [NamedOnlyPlugin(), GhostPlugin()]
+    with isolated_registry(builtins=True) as reg:
+        for plugin in plugins if known_first else plugins[::-1]:
+            reg.register(plugin)
+        with pytest.raises(FrameworkNotInstalledError) as info:
+            to(a, "ghostfw")  # the spec's own install hint, not the KnownFramework's
+        assert info.value.install_hint == "pip install ghostfw-runtime"
+        assert "the-wrong-hint" not in str(info.value)
+        assert to(a, "numpy") is a  # numpy's spec, installed, wins over its name
+        assert explain(a, "numpy").steps == ()
+
+
 def test_no_route_lists_refused_edges_with_plugins_and_reasons(np: Any, jax: Any) -> None:
     if jax.config.read("jax_enable_x64"):
         pytest.skip("x64 is on in this process")
@@ -144,11 +209,13 @@ def test_no_route_lists_refused_edges_with_plugins_and_reasons(np: Any, jax: Any
     assert "from plugin 'interop_plugins.exchange.dlpack'" in msg
     assert "jax_enable_x64" in msg
     assert err.refused, "the refusals are kept on the error"
-    for name, plugin, edge, reason in err.refused:
-        assert name and plugin and "->" in edge and reason
-    assert any(
-        r[1] == "interop_plugins.exchange.dlpack" and "jax_enable_x64" in r[3] for r in err.refused
-    )
+    for r in err.refused:
+        assert r.converter and r.plugin and "->" in r.edge and r.reason and r.target
+        assert r.edge.endswith(f"->{r.target}") or "*" in r.edge
+    x64 = [r for r in err.refused if r.category == "global_flag"]
+    assert x64, "the x64 refusal is a record of its category"
+    assert all(r.target == "jax" and r.reason.subject == "jax_enable_x64" for r in x64)
+    assert any(r.plugin == "interop_plugins.exchange.dlpack" for r in x64)
 
 
 # -- argument errors ----------------------------------------------------------------------
@@ -307,7 +374,8 @@ def test_conflicting_plugin_raises_plugin_error_naming_both(np: Any) -> None:
             reg.register(Clash(), name="clash-plugin")
         msg = str(info.value)
         assert "clash-plugin" in msg and "interop_plugins.frameworks.numpy" in msg
-        assert to(np.zeros(2), "numpy") is not None  # the registry still works
+        a = np.zeros(2)
+        assert to(a, "numpy") is a  # the registry still works, numpy's own spec in it
 
 
 # -- rule 6: fake frameworks and a flaky converter ------------------------------------------

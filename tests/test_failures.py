@@ -26,8 +26,8 @@ from interop_core import (
     hookimpl,
     to,
 )
+from interop_core.declare.errors import PluginWarning
 from interop_core.declare.specs import CPU
-from interop_core.engine.manager import PluginWarning
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_failboxes"

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
-from interop_core.declare.specs import CPU, Device, PlanKey
-from interop_core.engine.planner import Graph, Route, make_route
-from interop_core.engine.registry import Registry, State
+from interop_core.declare.specs import ARRAY, CPU, ArrayTraits, Device, PlanKey
+from interop_core.engine.planner import Goal, Graph, Route, make_route
+from interop_core.engine.registry import Registry
 from interop_core.engine.router import home
+from interop_core.engine.state import State
 
 GPU_FRAMEWORKS = ("torch", "jax", "cupy")
 TWO_GPUS = ("cpu", "cuda:0", "cuda:1")
@@ -25,7 +26,7 @@ def st() -> State:
     """The built-in plugins' state, its graph made of every declared edge: the registry's own
     holds only the edges of installed frameworks, and these tests need none installed."""
     state = Registry(entry_points=False).state
-    state.graph = Graph(state.declared)
+    state.graph = Graph(state.declared, state.frameworks, state.graph.kinds)
     return state
 
 
@@ -44,10 +45,18 @@ def plan(
     layout: str = "C", copy: bool | None = None,
     sees: Callable[[str, str], str | None] | None = None,
 ) -> Route:  # fmt: skip
-    start = PlanKey(source, device, dtype, layout, False, True, frozenset(), copy)
-    found = st.graph.search(start, target, goal, sees=sees or pretend({}))
+    start = array_node(source, device, dtype, layout, copy)
+    found = st.graph.search(start, Goal(target, goal), sees=sees or pretend({}))
     assert found.found, f"no route {source}@{device} -> {target}@{goal}: {found.refused}"
-    return make_route(None, start, target, goal, found.path, found.refused)
+    return make_route(st.graph, start, Goal(target, goal), found)
+
+
+def array_node(
+    framework: str, device: str, dtype: str = "float32", layout: str = "C",
+    copy: bool | None = None,
+) -> PlanKey:  # fmt: skip
+    """The start node of a writable, aligned array."""
+    return PlanKey(ARRAY, framework, device, ArrayTraits(dtype, layout, False, True), copy=copy)
 
 
 def nodes(route: Route) -> list[str]:
@@ -120,8 +129,8 @@ def test_copy_true_on_one_gpu_stays_on_it(st: State) -> None:
 
 
 def test_copy_false_between_gpus_has_no_route(st: State) -> None:
-    start = PlanKey("torch", "cuda:0", "float32", "C", False, True, frozenset(), False)
-    assert not st.graph.search(start, "jax", "cuda:1", sees=pretend({})).found
+    start = array_node("torch", "cuda:0", copy=False)
+    assert not st.graph.search(start, Goal("jax", "cuda:1"), sees=pretend({})).found
 
 
 def test_a_layout_the_consumer_refuses_is_copied_on_the_gpu(st: State) -> None:
@@ -151,8 +160,8 @@ def test_a_framework_that_sees_no_gpu_is_routed_around(st: State) -> None:
     no_jax_gpu = pretend({"jax": ("cpu",)})
     route = plan(st, "cupy", "cuda:0", "torch", "cuda:0", sees=no_jax_gpu)
     assert route.zero_copy
-    start = PlanKey("torch", "cuda:0", "float32", "C", False, True, frozenset(), None)
-    found = st.graph.search(start, "jax", "cuda:0", sees=no_jax_gpu)
+    start = array_node("torch", "cuda:0")
+    found = st.graph.search(start, Goal("jax", "cuda:0"), sees=no_jax_gpu)
     assert not found.found
     assert any("jax sees no cuda:0 device" in r.reason for r in found.refused)
 

@@ -14,8 +14,31 @@ import textwrap
 import pytest
 from conftest import need
 
+from interop_core import default_registry
+
+#: The built-in frameworks' modules and their native halves, named here too: a plugin
+#: dropped at run time must not hide its framework from these checks.
+BUILTIN_MODULES = (
+    "numpy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "nvidia.dali", "ml_dtypes",
+)  # fmt: skip
+
+
+def framework_modules() -> tuple[str, ...]:
+    """The built-in modules, and the module of every framework the default registry
+    declares (a plugin's included), less those a plugin defines itself (its arrays come
+    with it, as the example plugin's pyarray does)."""
+    reg = default_registry()
+    found = set(BUILTIN_MODULES)
+    for spec in reg.state.frameworks.values():
+        module = spec.module or spec.import_name
+        plugin = getattr(reg.pm.get_plugin(spec.plugin), "__name__", "")
+        if module and module.partition(".")[0] != plugin.partition(".")[0]:
+            found.add(module)
+    return tuple(sorted(found))
+
+
 #: Frameworks (and their native halves) that must never be imported behind the user's back.
-FRAMEWORKS = ("numpy", "torch", "jax", "jaxlib", "tensorflow", "cupy", "nvidia.dali", "ml_dtypes")
+FRAMEWORKS = framework_modules()
 
 
 def run_python(code: str, *, autoload: bool = True) -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ framework's own data pointers, and "nothing pulled before the user asks" by coun
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -133,8 +134,12 @@ def test_a_batch_without_arrays_fails_when_pulled_not_before() -> None:
 
 
 def test_an_iterable_that_is_not_an_iterator_says_what_to_do() -> None:
-    with pytest.raises(NotAnArrayError):
+    with pytest.raises(NotAnArrayError) as info:
         to({1, 2}, "numpy")
+    msg = str(info.value)
+    assert msg.startswith("Cannot convert a builtins.set: it is not an array"), msg
+    assert re.search(r"; nor is it an? [^.;]*\biterator\b", msg), msg  # what to() takes
+    assert "To build a numpy array from Python values, use numpy.asarray(...)" in msg, msg
     assert isinstance(to(iter({1, 2}), "numpy"), Iterator)
 
 

@@ -34,8 +34,9 @@ from interop_core import (
     to,
 )
 from interop_core import __main__ as cli
+from interop_core.declare.errors import PluginWarning
 from interop_core.declare.specs import CPU
-from interop_core.engine.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager, PluginWarning
+from interop_core.engine.manager import DISABLE_AUTOLOAD_ENV, InteropPluginManager
 from interop_core.face.api import using_registry
 from interop_core.face.doctor import doctor_report
 from interop_core.testing import isolated_registry, shares_memory

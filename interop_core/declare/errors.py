@@ -117,8 +117,9 @@ class RefusedEdge(NamedTuple):
     #: "source->target"
     edge: str
     reason: str
-    #: The framework the edge leads to ("" when unknown).
+    #: The framework the edge leads to, and the one it leaves ("" when unknown).
     target: str = ""
+    source: str = ""
 
     @property
     def category(self) -> str:

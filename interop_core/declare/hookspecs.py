@@ -1,17 +1,21 @@
 """Every hook a plugin may implement (pluggy hookspecs).
 
-The registry calls these hooks when it is built and again after each
-``register()``/``unregister()``; never on the warm path of ``to()``. Each hook returns
-immutable specs and has no side effects.
+The registry calls the declaration hooks (``interop_frameworks``, ``interop_kinds``,
+``interop_converters``) when it is built and again after each ``register()``/
+``unregister()``; each returns immutable specs and has no side effects. Questions about one
+object (``interop_parse_device``) are ``firstresult`` hooks asked on the slow path only: the
+first answer that is not None wins, and the built-in plugins answer ``trylast``, so a third
+party's implementation overrides theirs. No hook is called on the warm path of ``to()``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pluggy
 
-from .specs import ConverterSpec, FrameworkSpec, KindSpec
+from .specs import ConverterSpec, Device, FrameworkSpec, KindSpec
 
 PROJECT = "interop_core"
 
@@ -49,4 +53,16 @@ def interop_kinds() -> Sequence[KindSpec]:
     say which framework they belong to (plain Python callables: the user passes
     ``source=``). A framework's arrays are its FrameworkSpec; this hook adds the rest.
     Must not import any framework.
+    """
+
+
+@hookspec(firstresult=True)
+def interop_parse_device(device: Any) -> Device | None:
+    """Read a framework's own device object or string as a :class:`Device`.
+
+    Called by ``to()``/``explain()`` (slow path) for a ``device=`` that is neither a Device
+    nor a string ``Device.parse`` reads ("cuda:1"), e.g. ``torch.device("cuda", 1)``, a JAX
+    device or "/device:GPU:0". Return None for anything that is not yours; the first answer
+    that is not None is used. Built-in plugins implement it with ``trylast=True``. Must not
+    import a framework: an object of one exists only once it is imported.
     """

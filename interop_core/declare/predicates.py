@@ -11,38 +11,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import DTYPE, FLAG, GLOBAL_FLAG, LAYOUT, READONLY, UNALIGNED, VARIANT, Reason
-from .specs import ALIGNMENT, ARRAY, PlanKey
+from .specs import ALIGNMENT, ArrayTraits, PlanKey
 
-#: Flags that mean "no plain strided buffer to share" unless an edge says otherwise.
+#: Flags that mean "no plain strided buffer to share" unless an edge says otherwise. The
+#: core knows them by name only; what each means is declared by the framework setting it.
 OPAQUE_FLAGS = frozenset(
     {"conj", "neg", "sparse", "quantized", "masked", "sharded", "multiprocess", "tracer",
      "symbolic"}
 )  # fmt: skip
-
-_FLAG_ADVICE = {
-    "conj": "the tensor has its conjugate bit set (call .resolve_conj())",
-    "neg": "the tensor has its negative bit set (call .resolve_neg())",
-    "sparse": "sparse tensors have no dense buffer to share (call .to_dense() first)",
-    "quantized": "quantized tensors have no plain buffer (call .dequantize() first)",
-    "masked": "a masked array would lose its mask (convert .data and .mask separately)",
-    "sharded": "the array is sharded over several devices (gather it onto one device first)",
-    "multiprocess": (
-        "the array spans several processes, so no one process can gather it (pass mesh= for "
-        "a DTensor, or gather it in every process with "
-        "jax.experimental.multihost_utils.process_allgather)"
-    ),
-    "partial": (
-        "the DTensor holds unreduced partial values (a Partial placement); reduce them first "
-        "with dtensor.redistribute(placements=[Replicate()] * mesh.ndim)"
-    ),
-    "tracer": "a traced JAX value has no buffer (convert outside jit/grad/vmap)",
-    "symbolic": "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
-    "requires_grad": "the tensor requires grad",
-    "host_callback": (
-        "the function calls back into Python on the host (a torch function bridged to JAX "
-        "through jax.pure_callback), which cannot be exported or serialized"
-    ),
-}
 
 _UNALIGNED = Reason(
     f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)", UNALIGNED
@@ -102,31 +78,40 @@ class Needs:
     extra: Callable[[PlanKey], str | None] | None = None
 
     def __call__(self, key: PlanKey) -> str | None:
-        """None when ``key`` meets every condition, else the first reason it does not."""
+        """None when ``key`` meets every condition, else the first reason it does not.
+
+        Array traits are read only on nodes that carry them (:class:`ArrayTraits`): on
+        others (functions, pipelines) only the flags and ``extra`` apply."""
+        traits = key.traits
+        arrays = isinstance(traits, ArrayTraits)
+        dtype = traits.dtype if arrays else ""
         # Variant mismatches first: another edge of the same pair handles those keys.
-        if self.only_dtypes is not None and key.dtype not in self.only_dtypes:
+        if self.only_dtypes is not None and dtype not in self.only_dtypes:
             return Reason(f"handles only {', '.join(sorted(self.only_dtypes))}", VARIANT)
         missing = self.flags - key.flags
         if missing:
             return Reason(f"handles only arrays with {', '.join(sorted(missing))}", VARIANT)
-        if key.dtype in self.no_dtypes:
-            return Reason(self.dtype_reason or f"cannot take dtype {key.dtype}", DTYPE)
+        if dtype in self.no_dtypes:
+            return Reason(self.dtype_reason or f"cannot take dtype {dtype}", DTYPE)
         switch = self.flag
-        if switch is not None and key.dtype in switch.dtypes and not switch.read():
-            return Reason(switch.reason.format(dtype=key.dtype), GLOBAL_FLAG, switch.name)
+        if switch is not None and dtype in switch.dtypes and not switch.read():
+            return Reason(switch.reason.format(dtype=dtype), GLOBAL_FLAG, switch.name)
         if key.flags:
             for flag in sorted(key.flags & self.no_flags):
-                return Reason(_FLAG_ADVICE.get(flag, f"the array has flag {flag!r}"), FLAG, flag)
-        if key.kind != ARRAY:  # functions, pipelines: no buffer, so no array traits
-            return self.extra(key) if self.extra is not None else None
-        if key.layout not in self.layouts:
-            return Reason(self.layout_reason or f"cannot take a {key.layout}-layout array", LAYOUT)
-        if self.aligned and not key.aligned:
-            return _UNALIGNED
-        if self.no_readonly and key.readonly:
-            return Reason("the producer refuses to export read-only memory", READONLY)
-        if self.writable and key.readonly:
-            return Reason(_WRITABLE_ALIAS, READONLY)
+                # The words are generic: the framework that sets the flag declares its
+                # advice (FrameworkSpec.flags), which refusals shown to users carry.
+                return Reason(f"the array has flag {flag!r}", FLAG, flag)
+        if arrays:
+            if traits.layout not in self.layouts:
+                return Reason(
+                    self.layout_reason or f"cannot take a {traits.layout}-layout array", LAYOUT
+                )
+            if self.aligned and not traits.aligned:
+                return _UNALIGNED
+            if self.no_readonly and traits.readonly:
+                return Reason("the producer refuses to export read-only memory", READONLY)
+            if self.writable and traits.readonly:
+                return Reason(_WRITABLE_ALIAS, READONLY)
         if self.extra is not None:
             return self.extra(key)
         return None

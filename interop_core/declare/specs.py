@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # predicates builds on this module
+    from .predicates import GlobalFlag
 
 #: Canonical dtype names shared by every plugin (framework dtypes map onto these).
 DTYPES = (
@@ -122,25 +125,58 @@ def classify_layout(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: 
     return "F"
 
 
+class ArrayTraits(NamedTuple):
+    """The traits of an array node: what converter predicates read besides framework,
+    device and flags."""
+
+    dtype: str
+    #: Layout class: "C", "F", "strided", "negative" or "broadcast" (see classify_layout).
+    layout: str
+    #: Its owner marks the memory read-only.
+    readonly: bool
+    #: The data is 64-byte aligned.
+    aligned: bool
+
+
 class PlanKey(NamedTuple):
-    """What a converter predicate may read about the array at one node of a route.
+    """A node of the route graph: what a converter predicate may read about the object at
+    one step of a route.
 
     The plan cache is keyed by exactly these fields (plus the target and options), so a
-    predicate that reads only them keeps the cache faithful.
+    predicate that reads only them keeps the cache faithful. ``traits`` is the record its
+    kind declares (``Kind.traits``: :class:`ArrayTraits` for arrays), None for a kind that
+    declares none (functions); ``dtype``, ``layout``, ``readonly`` and ``aligned`` read an
+    array's.
     """
 
+    kind: str
     framework: str
-    #: The device with its index, as ``str(Device)``: "cpu", "cuda:1".
+    #: The device with its index, as ``str(Device)``: "cpu", "cuda:1"; "" for an object
+    #: bound to no device.
     device: str
-    dtype: str
-    layout: str
-    readonly: bool
-    aligned: bool
+    traits: Any
     flags: frozenset[str] = frozenset()
     copy: bool | None = None
-    #: What the object is: "array", "function", ... Array traits (dtype, layout, readonly,
-    #: aligned) are read only on array nodes.
-    kind: str = ARRAY
+
+    @property
+    def dtype(self) -> str:
+        """The array's dtype (``traits.dtype``)."""
+        return self.traits.dtype  # type: ignore[no-any-return]
+
+    @property
+    def layout(self) -> str:
+        """The array's layout class (``traits.layout``)."""
+        return self.traits.layout  # type: ignore[no-any-return]
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the array's memory is marked read-only (``traits.readonly``)."""
+        return self.traits.readonly  # type: ignore[no-any-return]
+
+    @property
+    def aligned(self) -> bool:
+        """Whether the array's data is 64-byte aligned (``traits.aligned``)."""
+        return self.traits.aligned  # type: ignore[no-any-return]
 
 
 class TensorInfo(NamedTuple):
@@ -168,18 +204,14 @@ class TensorInfo(NamedTuple):
             n *= d
         return n
 
+    @property
+    def traits(self) -> ArrayTraits:
+        """What a predicate may read of the array besides framework, device and flags."""
+        return ArrayTraits(self.dtype, self.layout, self.readonly, self.aligned)
+
     def plan_key(self, copy: bool | None = None) -> PlanKey:
-        """The fields a predicate may read, with the user's copy request."""
-        return PlanKey(
-            self.framework,
-            str(self.device),
-            self.dtype,
-            self.layout,
-            self.readonly,
-            self.aligned,
-            self.flags,
-            copy,
-        )
+        """The node the array starts from, with the user's copy request."""
+        return PlanKey(ARRAY, self.framework, str(self.device), self.traits, self.flags, copy)
 
 
 def _plain_arrays() -> Callable[[PlanKey], str | None]:
@@ -203,6 +235,29 @@ class Flag:
     #: Why an edge refuses it and what to do, e.g. "the tensor has its conjugate bit set
     #: (call .resolve_conj())".
     advice: str
+
+
+@dataclass(frozen=True)
+class OrdinaryArrays:
+    """Arrays of a framework made the way user code makes them, a row of the doctor's matrix
+    beside the framework's own (64-byte aligned) example: what users get may differ from it.
+
+    ``label`` equal to the framework's name replaces its row (the example then gets the row
+    "<name>, 64-byte aligned"); any other label is a row of its own.
+    """
+
+    label: str
+    #: What the row holds, for the report; "{sizes}" becomes the sizes measured.
+    what: str
+    #: The arrays for the given sizes in bytes (1-d float32; builds them, importing the
+    #: framework).
+    build: Callable[[tuple[int, ...]], list[Any]]
+    #: Frameworks besides this one that must be installed for ``build``.
+    needs: tuple[str, ...] = ()
+    #: The note printed when these arrays are copied into some framework only because they
+    #: are not 64-byte aligned: "{seen}" says how many of them were, "{also}" the rows built
+    #: over them (their ``what``), "{targets}" where they are copied.
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -245,9 +300,6 @@ class FrameworkSpec:
     #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:
     #: "cpu"; a numpy array to CuPy: "cuda:0"). Empty: the array keeps its device.
     device_kinds: tuple[str, ...] = ()
-    #: The framework's own device objects or strings (a torch.device, "/device:GPU:0") as a
-    #: Device; None when ``device=`` is not one of them.
-    parse_device: Callable[[Any], Device | None] | None = None
     #: Import name whose presence means "installed" (defaults to the first array type's).
     module: str = ""
     #: Whether ``to()`` may target it (False for source-only protocols and wrappers).
@@ -271,6 +323,30 @@ class FrameworkSpec:
     astype: Callable[[Any, str], Any] | None = None
     #: The flags its objects may carry, with their advice (see :class:`Flag`).
     flags: tuple[Flag, ...] = ()
+    #: Its import rules: what memory must be for this framework to take it without copying
+    #: (JAX and TensorFlow: C-contiguous and 64-byte aligned; torch: no negative strides,
+    #: not read-only). A predicate like ``ConverterSpec.accepts``, usually a ``Needs``
+    #: (declare ``no_flags=frozenset()``: flags are each edge's business). The planner
+    #: checks it on every zero-copy array edge into this framework from another one, beside
+    #: the edge's own ``accepts``, so an edge written without the rules cannot hand the
+    #: framework memory that crashes it. None: whatever an edge accepts.
+    imports: Callable[[PlanKey], str | None] | None = None
+    #: Process-wide switches that must be on for some dtypes on every array edge into this
+    #: framework from another one, copying or not (JAX's ``jax_enable_x64``; see
+    #: ``GlobalFlag``). Routes of other dtypes never read them.
+    switches: tuple[GlobalFlag, ...] = ()
+    #: The canonical dtype name for one of its dtype objects (``torch.int32``, a
+    #: ``numpy.dtype``) or a dtype name written with its module ("torch.int32", lower-case,
+    #: stripped); None for anything else. ``to(..., dtype=)`` asks every framework's; it must
+    #: import nothing (a dtype object means its module is imported already).
+    read_dtype: Callable[[Any], str | None] | None = None
+    #: ``example_view(x, layout, shape)``: the framework's own view of its example ``x`` for
+    #: a ``--layout`` the generic operations cannot make ("broadcast" to ``shape`` without the
+    #: Array API's ``broadcast_to``; "readonly"), or None to use them (``explain``).
+    example_view: Callable[[Any, str, tuple[int, ...]], Any] | None = None
+    #: Arrays made the way user code makes them, which the doctor measures beside the
+    #: example (see :class:`OrdinaryArrays`).
+    ordinary: tuple[OrdinaryArrays, ...] = ()
 
     @property
     def import_name(self) -> str:
@@ -283,7 +359,9 @@ class FrameworkSpec:
 
 @dataclass(frozen=True)
 class KindSpec:
-    """Objects of a kind other than arrays (functions, ...) that a framework owns.
+    """Objects of a kind other than arrays (functions, ...) that a framework owns: how they
+    are found. What the kind itself is (its traits, how ``copy=`` applies, ...) is its
+    :class:`Kind`, declared once.
 
     Detected like arrays, without importing anything: ``types`` are dotted paths resolved
     from imported modules; ``claims`` is a structural check asked only when no type of any
@@ -299,18 +377,91 @@ class KindSpec:
     description: str = ""
     #: Flags of the node such objects start from (converter predicates may read them).
     flags: frozenset[str] = frozenset()
-    #: The kind these objects are converted into ("" for the same kind): a pipeline
-    #: becomes an iterator of the target's batches.
-    becomes: str = ""
-    #: Whether ``copy=`` applies, to each array the object yields (iterators); for other
-    #: kinds it is refused (a function is wrapped, not copied).
-    takes_copy: bool = False
     plugin: str = field(default="", compare=False)
 
     @property
     def import_name(self) -> str:
         """The top-level module of the first type ("" when detected by ``claims`` only)."""
         return self.types[0].partition(".")[0] if self.types else ""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of object the graph routes, declared once: arrays by the core, functions,
+    iterators, pipelines (and any other) by plugins, through ``interop_kinds()``.
+
+    A node of the graph is (kind, framework, device, traits, flags): what the kind declares
+    here is all the planner, the router and the plan cache know of it, so none of them
+    branches on a kind's name. Objects of the kind are found by :class:`KindSpec` entries
+    (and, for arrays, by each framework's :class:`FrameworkSpec`).
+    """
+
+    name: str
+    #: The record of traits its nodes carry besides kind, framework, device and flags (a
+    #: NamedTuple class, e.g. ArrayTraits: dtype, layout, read-only, alignment); None: none.
+    #: Converter predicates read them; the plan cache keys by them.
+    traits: type | None = None
+    #: How ``copy=`` applies: "edges" (the route honours it: False takes zero-copy edges
+    #: only, True must copy), "items" (each item the object yields is converted with it:
+    #: iterators), or "" (refused: a function is wrapped, not copied).
+    copy: str = ""
+    #: Its objects live on a device: ``device=None`` keeps theirs, a route lands only on
+    #: devices the target framework sees, and a framework's host device index is its own.
+    #: False: bound to no device unless ``device=`` names one (functions).
+    on_device: bool = False
+    #: The kind its objects become ("" the same): a pipeline becomes an iterator.
+    becomes: str = ""
+    #: Requests take the warm path (plans per type, keyed by the framework's ``key``).
+    #: False: converted once and used many times; routes are cached by option names.
+    warm: bool = False
+    #: Edges of this kind may name ``ANY`` (objects that belong to no framework).
+    any_framework: bool = True
+    #: How explain() and the drawing name one of its steps ("bridge" for functions); ""
+    #: says whether the step copies instead.
+    label: str = ""
+    #: The traits after an edge: ``advance(traits, edge)``; None: traits never change.
+    advance: Callable[[Any, ConverterSpec], Any] | None = None
+    #: How ``python -m interop_core doctor`` tells users to convert one, e.g. "to(f,
+    #: target, source=...); explain() has the caveats" ("" for nothing).
+    usage: str = ""
+    #: How a node is named in explain(), messages and the drawing; fields ``framework``,
+    #: ``device``, ``kind``, ``owner`` ("jax " or "" for ANY) and ``at`` ("@cpu" or "").
+    display: str = "{owner}{kind}{at}"
+    plugin: str = field(default="", compare=False)
+
+    def node_name(self, framework: str, device: str) -> str:
+        """The name of a node of this kind, e.g. "numpy@cpu", "jax function", "iterator"."""
+        return self.display.format(
+            framework=framework, device=device, kind=self.name,
+            owner="" if framework == ANY else f"{framework} ", at=f"@{device}" if device else "",
+        )  # fmt: skip
+
+    @property
+    def plural(self) -> str:
+        """The kind's name in messages about several ("functions", "arrays")."""
+        return f"{self.name}es" if self.name.endswith("s") else f"{self.name}s"
+
+
+def _array_advance(traits: ArrayTraits, edge: ConverterSpec) -> ArrayTraits:
+    """An array's traits after ``edge``: sharing keeps layout, alignment and read-only
+    (unless the edge says otherwise); a copy is C-contiguous, writable and aligned (unless
+    the edge says its copies may not be)."""
+    if edge.zero_copy:
+        layout, readonly, aligned = traits.layout, traits.readonly, traits.aligned
+        if edge.aligned_result is not None:
+            aligned = edge.aligned_result
+    else:
+        layout, readonly, aligned = "C", False, edge.aligned_result is not False
+    if edge.readonly_result is not None:
+        readonly = edge.readonly_result
+    return ArrayTraits(traits.dtype, layout, readonly, aligned)
+
+
+#: Arrays: the kind the core declares itself (each framework's arrays are its FrameworkSpec).
+ARRAYS = Kind(
+    ARRAY, traits=ArrayTraits, copy="edges", on_device=True, warm=True, any_framework=False,
+    advance=_array_advance, display="{framework}@{device}", plugin="interop_core",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -389,6 +540,11 @@ class ConverterSpec:
     #: The name of an option (one of ``options``) the user must pass, truthy, for the
     #: planner to take this edge at all: for routes with process-wide side effects.
     opt_in: str = ""
+    #: The converter itself makes what it hands the target meet the target's import rules
+    #: (``FrameworkSpec.imports``): one that splits a DTensor into blocks and copies those
+    #: that are not aligned, say. The planner then skips those rules for this edge (never
+    #: the target's ``switches``); its own ``accepts`` must refuse what it cannot handle.
+    imports_checked: bool = False
     plugin: str = field(default="", compare=False)
 
     @property

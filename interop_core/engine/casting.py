@@ -11,8 +11,7 @@ CopyRequiredError under ``copy=False``. Iterators hand ``dtype=`` to each batch'
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from ..declare.errors import (
@@ -26,18 +25,18 @@ from ..declare.specs import DTYPES, FrameworkSpec, TensorInfo
 from .planner import Route, Step
 
 _EXAMPLES = (
-    "a dtype name such as 'int32', a dtype of an installed framework (np.int32, "
-    "torch.int32, jnp.int32, tf.int32), or a mapping from source to target dtype such as "
-    "{'int64': 'int32'}"
+    "a dtype name such as 'int32', a dtype object of an installed framework, or a mapping "
+    "from source to target dtype such as {'int64': 'int32'}"
 )
-#: Names that mean one dtype in every framework; "float" and "int" do not (numpy's float is
-#: float64, torch's float32), so they are refused with the names to use instead.
+#: Names that mean one dtype in every framework; "float" and "int" do not (one framework's
+#: float is float64, another's float32), so they are refused with the names to use instead.
 _ALIASES = {"half": "float16", "double": "float64", "bool_": "bool"}
 _AMBIGUOUS = {
     "float": "'float32' or 'float64'", "int": "'int32' or 'int64'",
     "complex": "'complex64' or 'complex128'", "uint": "'uint32' or 'uint64'",
 }  # fmt: skip
-_PREFIXES = ("torch.", "tf.", "tensorflow.", "np.", "numpy.", "jnp.", "jax.numpy.", "cp.")
+#: Reads a framework's dtype objects and module-qualified names (``FrameworkSpec.read_dtype``).
+DtypeReader = Callable[[Any], str | None]
 
 
 class Cast:
@@ -60,14 +59,19 @@ class Cast:
         return f"dtype={self.to!r}" if self.to else f"dtype={self.mapping!r}"
 
 
-def parse_dtype(value: Any) -> Cast:
-    """``dtype=`` as a :class:`Cast`; an OptionError naming close names when it is not one."""
+def parse_dtype(value: Any, frameworks: Iterable[FrameworkSpec] = ()) -> Cast:
+    """``dtype=`` as a :class:`Cast`; an OptionError naming close names when it is not one.
+
+    ``frameworks`` read their own dtype objects and names ("torch.int32"): pass every
+    registered spec; without them only canonical names are understood."""
     if isinstance(value, Cast):
         return value
+    readers = [s.read_dtype for s in frameworks if s.read_dtype is not None]
     if isinstance(value, Mapping):
         mapping: dict[str, str] = {}
         for key, to in value.items():
-            src, dst = dtype_name(key, "a key of dtype="), dtype_name(to, f"dtype=[{key!r}]")
+            src = dtype_name(key, "a key of dtype=", readers)
+            dst = dtype_name(to, f"dtype=[{key!r}]", readers)
             if mapping.get(src, dst) != dst:
                 raise OptionError(
                     f"dtype= maps {src} twice, to {mapping[src]} and to {dst} ({key!r} names "
@@ -75,17 +79,18 @@ def parse_dtype(value: Any) -> Cast:
                 )
             mapping[src] = dst
         return Cast(mapping=mapping)
-    return Cast(to=dtype_name(value, "dtype="))
+    return Cast(to=dtype_name(value, "dtype=", readers))
 
 
-def dtype_name(value: Any, where: str = "dtype=") -> str:
-    """The canonical name (``specs.DTYPES``) of a dtype name or a framework's dtype object."""
+def dtype_name(value: Any, where: str = "dtype=", readers: Iterable[DtypeReader] = ()) -> str:
+    """The canonical name (``specs.DTYPES``) of a dtype name or of a framework's dtype
+    object, which one of ``readers`` (``FrameworkSpec.read_dtype``) knows."""
     if isinstance(value, type) and value in (int, float, complex):
         raise OptionError(
             f"{where} {value.__name__} names no width: pass "
             f"{_AMBIGUOUS[value.__name__]} (frameworks disagree on what {value.__name__} is)."
         )
-    name = _name_of(value)
+    name = _name_of(value, readers)
     if name is None:
         raise OptionError(f"{where} {value!r} is not a dtype.\nPass {_EXAMPLES}.")
     if name in DTYPES:
@@ -104,32 +109,24 @@ def dtype_name(value: Any, where: str = "dtype=") -> str:
     )
 
 
-def _name_of(value: Any) -> str | None:
-    """A lower-case dtype name for ``value``, or None when it is no dtype at all. Looks
-    only at modules already imported: a dtype object implies its framework is."""
+def _name_of(value: Any, readers: Iterable[DtypeReader]) -> str | None:
+    """A lower-case dtype name for ``value``, or None when it is no dtype at all. The
+    frameworks' readers look only at modules already imported: a dtype object implies its
+    framework is."""
     if isinstance(value, str):
         name = value.strip().lower()
-        for prefix in _PREFIXES:  # "torch.int32" written as a string
-            name = name.removeprefix(prefix)
+        for read in readers:  # "torch.int32" written as a string
+            found = read(name)
+            if found is not None:
+                name = found
+                break
         return _ALIASES.get(name, name)
     if value is bool:
         return "bool"
-    kind = type(value)
-    module = kind.__module__.partition(".")[0]
-    if module == "torch" and kind.__name__ == "dtype":
-        return str(value).removeprefix("torch.")
-    np = sys.modules.get("numpy")
-    if np is not None:
-        if isinstance(value, np.dtype):
-            return str(value.name) if value.isnative else f"{value.name} (non-native)"
-        if isinstance(value, type) and issubclass(value, np.generic):  # np.int32, bfloat16
-            return str(np.dtype(value).name)
-    if module == "tensorflow" and hasattr(value, "as_numpy_dtype"):  # tf.int32
-        return str(value.name)
-    if module in ("jax", "jaxlib"):  # jnp.int32: a scalar type holding a numpy dtype
-        inner = getattr(value, "dtype", None)
-        if inner is not None and inner is not value:
-            return _name_of(inner)
+    for read in readers:
+        found = read(value)
+        if found is not None:
+            return found
     return None
 
 
@@ -200,8 +197,8 @@ def plan_cast(
                     "(no FrameworkSpec.astype)",
                 )
             ],
-            "Cast it yourself, or convert it first to a framework that can cast "
-            "(e.g. to(x, 'numpy')) and pass dtype= then.",
+            "Cast it yourself, or convert it first to a framework that can cast (its "
+            "plugin declares FrameworkSpec.astype) and pass dtype= then.",
         )
     if copy is False:
         where = step.spec.name

@@ -76,7 +76,7 @@ def unhashable_type(cls: type, exc: BaseException) -> UnhashableTypeError:
         f"{type(exc).__name__}: {exc}.\n{meta.__qualname__}.__hash__ (the metaclass of "
         f"{cls.__qualname__}) must work for the class: to() looks frameworks and routes up by "
         "the object's class. Fix or remove that __hash__ (classes hash by identity by "
-        "default), or convert a plain array of it (numpy.asarray(obj)) instead."
+        "default), or convert a plain array of its data instead."
     )
 
 
@@ -223,6 +223,12 @@ class Detector:
         that are not arrays. Types of every spec first (cached per type), then their
         ``claims`` (those of kinds a framework owns first), asked of each object: objects
         of one type may differ (a DALI ``@pipeline_def`` and a plain function)."""
+        found = self.kind_by_type(obj)
+        return found if found is not None else first_claiming(self.kind_claims, obj)
+
+    def kind_by_type(self, obj: object) -> KindSpec | None:
+        """The spec whose declared ``types`` ``obj``'s class belongs to (cached per type),
+        or None; structural ``claims`` are not asked."""
         cls = type(obj)
         try:
             found = self.kind_cache[cls]
@@ -231,7 +237,7 @@ class Detector:
             self.types.put(self.kind_cache, cls, cls, found)
         except Exception as exc:  # the metaclass's __hash__ raised
             raise unhashable_type(cls, exc) from exc
-        return found if found is not None else first_claiming(self.kind_claims, obj)
+        return found
 
     def _kind_by_type(self, cls: type) -> KindSpec | None:
         for spec in self.kinds:

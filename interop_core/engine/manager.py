@@ -65,13 +65,56 @@ class InteropPluginManager(pluggy.PluginManager):
         self.distributions: dict[str, str] = {}
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
-        """Register a plugin and bump the generation so plans are rebuilt."""
+        """Register a plugin and bump the generation so plans are rebuilt.
+
+        Raises PluginError, leaving nothing registered, for a plugin that implements an
+        ``interop_*`` hook no hookspec declares (see :meth:`check_hooks`)."""
+        if plugin is not None and not self.is_blocked(name or self.get_canonical_name(plugin)):
+            self.check_hooks(plugin, name)
         try:
             result = super().register(plugin, name)
         except (ValueError, pluggy.PluginValidationError) as exc:
             raise PluginError(f"Cannot register plugin {name or plugin!r}: {exc}") from exc
         self.generation += 1
         return result
+
+    def check_hooks(self, plugin: Any, name: str | None = None) -> None:
+        """Raise PluginError when ``plugin`` implements an ``interop_*`` hook no hookspec has.
+
+        pluggy's ``check_pending()`` rule, applied to one plugin before it is registered: a
+        hookimpl whose hook has no spec would never be called (a misspelt
+        ``interop_converter``), so the plugin is refused instead of silently half-working.
+        Implementations marked ``optionalhook=True`` are allowed, as in pluggy, and names
+        outside the ``interop_`` namespace are not this project's hooks.
+        """
+        known = sorted(
+            n for n, h in vars(self.hook).items() if not n.startswith("_") and h.has_spec()
+        )
+        unknown: list[str] = []
+        for attr in dir(plugin):
+            opts = self.parse_hookimpl_opts(plugin, attr)
+            if opts is None or opts.get("optionalhook"):
+                continue
+            hook_name = opts.get("specname") or attr
+            if hook_name.startswith("interop_") and hook_name not in known:
+                unknown.append(hook_name)
+        if not unknown:
+            return
+        import difflib
+
+        def guess(hook: str) -> str:
+            # Compare what follows the shared "interop_", which would make any name look close.
+            stems = {k.removeprefix("interop_"): k for k in known}
+            close = difflib.get_close_matches(hook.removeprefix("interop_"), stems, n=1)
+            return f" (did you mean {stems[close[0]]!r}?)" if close else ""
+
+        listed = ", ".join(f"{h!r}{guess(h)}" for h in unknown)
+        raise PluginError(
+            f"Plugin {name or self.get_canonical_name(plugin)!r} implements unknown hook "
+            f"{listed}.\nNo hookspec of interop_core has that name, so it would never be "
+            f"called. Rename it to one of {', '.join(known)}, or mark it "
+            "@hookimpl(optionalhook=True) if it is meant for another version of interop_core."
+        )
 
     def unregister(self, plugin: Any = None, name: str | None = None) -> Any:
         """Unregister a plugin and bump the generation so plans are rebuilt."""
@@ -82,7 +125,11 @@ class InteropPluginManager(pluggy.PluginManager):
     def load_builtins(self, modules: tuple[str, ...] = BUILTIN_PLUGINS) -> None:
         """Register the built-in plugin modules from the explicit list."""
         for modname in modules:
-            self.register(importlib.import_module(modname), name=modname)
+            try:
+                self.register(importlib.import_module(modname), name=modname)
+            except PluginError as exc:  # a misspelt hook: the other plugins keep working
+                self.drop(modname, "interop-core", str(exc))
+                continue
             self.distributions[modname] = "interop-core"
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:

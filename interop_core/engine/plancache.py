@@ -20,9 +20,11 @@ classes their module names are keys themselves, so the warm lookup stays an iden
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Hashable
 from typing import Any, NamedTuple
 
+from ..declare.errors import PluginWarning
 from ..declare.predicates import GlobalFlag
 from ..declare.specs import ConverterSpec, FrameworkSpec, PlanKey
 from .detect import TypeTable
@@ -51,7 +53,7 @@ class Slot(NamedTuple):
 class PlanCache:
     """Plans by request, loaded converter functions and converters that failed at run time."""
 
-    __slots__ = ("failed", "fast", "loaded", "plain", "requests", "slots", "types")
+    __slots__ = ("bad_keys", "failed", "fast", "loaded", "plain", "requests", "slots", "types")
 
     def __init__(self) -> None:
         #: The warm path for device=None, copy=None: target -> type -> (key function, runners
@@ -75,6 +77,8 @@ class PlanCache:
         #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
         #: is not kept alive by them, and only so many such classes are kept at once.
         self.types = TypeTable()
+        #: (key function, type) pairs whose key raised, each warned about once.
+        self.bad_keys: set[tuple[KeyFn, type]] = set()
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
@@ -98,13 +102,33 @@ class PlanCache:
                 self.types.put(self.plain.setdefault(target_given, {}), typ, typ, entry)
             else:
                 self.types.put(self.fast, typ, fast_key, entry)
-        except Exception:  # an unhashable or unreadable key: this object stays on the slow path
-            pass
+        except Exception as exc:  # an unreadable or unhashable key: the slow path, reported
+            self.key_failed(slot.keyfn, obj, exc)
 
     def cached_plan(self, obj: Any, target: str, fast_key: FastKey) -> Plan | None:
         """The plan the warm path ran for ``obj`` (None when it has none)."""
         slot = self.slots.get((fast_key[0], target, fast_key[2], fast_key[3]))
         return slot.plans.get(slot.keyfn(obj)) if slot is not None else None
+
+    def key_failed(self, keyfn: KeyFn, obj: Any, exc: BaseException) -> None:
+        """A framework's key function raised on ``obj``: such objects are planned on every
+        call (slow). Warn once per key function and type, naming the function."""
+        ident = (keyfn, type(obj))
+        try:
+            if ident in self.bad_keys:
+                return
+            self.bad_keys.add(ident)
+        except TypeError:  # an unhashable class was reported by detection already
+            return
+        warnings.warn(
+            f"The key function {getattr(keyfn, '__qualname__', keyfn)!r} of module "
+            f"{getattr(keyfn, '__module__', '?')!r} raised {type(exc).__name__}: {exc} on a "
+            f"{type(obj).__module__}.{type(obj).__qualname__}, so such objects are planned "
+            "on every call (slow). This is a bug in the plugin that declares the key; this "
+            "warning is given once.",
+            PluginWarning,
+            stacklevel=4,
+        )
 
     def first_failure(self, key: RouteKey, edge: ConverterSpec) -> bool:
         """Record that ``edge`` failed on a route for ``key``; True the first time."""

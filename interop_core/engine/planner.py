@@ -6,6 +6,10 @@ tuple (copies, hops, estimated µs), compared in that order, so a route with few
 always wins (rule 5); every copy moves the array's bytes once, so ordering by copies is
 ordering by bytes moved. Modelled on astropy's TransformGraph: a small Dijkstra of its own
 and a cache that is dropped whenever the graph changes.
+
+An edge is taken when its own ``accepts`` and what its target framework declares for every
+import agree (:class:`Rules`: JAX's and TensorFlow's alignment and layout, torch's negative
+strides, JAX's x64), so those rules are written once, in the framework's spec.
 """
 
 from __future__ import annotations
@@ -13,21 +17,37 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-from ..declare.errors import ON_REQUEST, VARIANT, Reason, RefusedEdge, category
+from ..declare.errors import (
+    DTYPE,
+    FLAG,
+    GLOBAL_FLAG,
+    LAYOUT,
+    ON_REQUEST,
+    READONLY,
+    UNALIGNED,
+    VARIANT,
+    Reason,
+    RefusedEdge,
+    category,
+)
 from ..declare.predicates import GlobalFlag, reads_alignment, reads_flag
 from ..declare.specs import (
     ANY,
     ARRAY,
-    FUNCTION,
+    ARRAYS,
+    ArrayTraits,
     ConverterSpec,
     Device,
+    FrameworkSpec,
+    Kind,
     PlanKey,
-    TensorInfo,
     device_kind,
 )
+
+Predicate = Callable[[PlanKey], str | None]
 
 
 class Step(NamedTuple):
@@ -41,14 +61,18 @@ class Step(NamedTuple):
     note: str = ""
     #: The kind of object the step converts ("array", "function", ...).
     kind: str = ARRAY
+    #: What the step is called after its plugin, for kinds whose steps neither copy nor
+    #: share ("bridge" for functions; "" for nothing): its Kind's ``label``. None: the
+    #: step copies or shares memory, and says which ("zero-copy", "COPY (note)").
+    label: str | None = None
 
     def __str__(self) -> str:
-        if self.kind != ARRAY:  # its caveats are long: the Route lists them once
-            bridge = " bridge" if self.kind == FUNCTION else ""
-            return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}]{bridge}"
+        head = f"{self.source} -> {self.target}: {self.converter} [{self.plugin}]"
+        if self.label is not None:  # its caveats are long: the Route lists them once
+            return f"{head} {self.label}" if self.label else head
         kind = "zero-copy" if self.zero_copy else "COPY"
         note = f"  ({self.note})" if self.note else ""
-        return f"{self.source} -> {self.target}: {self.converter} [{self.plugin}] {kind}{note}"
+        return f"{head} {kind}{note}"
 
 
 class Route(NamedTuple):
@@ -78,7 +102,7 @@ class Route(NamedTuple):
     def _outcome(self) -> str:
         if not self.steps:
             return "no conversion needed (the object is returned as it is)"
-        if self.kind != ARRAY:
+        if any(s.label is not None for s in self.steps):  # steps that neither copy nor share
             return f"{self.kind} in {len(self.steps)} step(s)"
         if self.zero_copy:
             return f"zero-copy in {len(self.steps)} step(s)"
@@ -176,37 +200,72 @@ class RouteTree:
         return getattr(self.tree, name)
 
 
-def node_name(key: PlanKey) -> str:
-    """A node's readable name, e.g. "numpy@cpu", "jax function", "iterator"."""
-    if key.kind == ARRAY:
-        return f"{key.framework}@{key.device}"
-    owner = "" if key.framework == ANY else f"{key.framework} "
-    return f"{owner}{key.kind}" + (f"@{key.device}" if key.device else "")
-
-
-def advance(key: PlanKey, edge: ConverterSpec, goal: str, target: str = "") -> PlanKey:
-    """The PlanKey of the result of taking ``edge`` from ``key`` towards device ``goal``
-    (and framework ``target``, which an edge to ``ANY`` reaches)."""
-    if edge.zero_copy:
-        layout, aligned, readonly = key.layout, key.aligned, key.readonly
-        if edge.aligned_result is not None:
-            aligned = edge.aligned_result
-    else:
-        layout, aligned, readonly = "C", edge.aligned_result is not False, False
-    if edge.readonly_result is not None:
-        readonly = edge.readonly_result
+def advance(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> PlanKey:
+    """The node of the result of taking ``edge`` from ``key`` (of ``kind``) towards
+    ``goal`` (whose framework an edge to ``ANY`` reaches)."""
+    traits = key.traits
+    if edge.result_kind and edge.result_kind != key.kind:
+        traits = None  # a new kind of object: none of the old one's traits hold
+    elif kind.advance is not None:
+        traits = kind.advance(traits, edge)
     device = key.device
     if edge.to_device is not None:  # a move lands on the goal's index when it goes there
-        device = goal if device_kind(goal) == edge.to_device else str(Device(edge.to_device))
-    elif edge.target not in (key.framework, ANY) and key.kind == ARRAY and device != "cpu":
+        device = (
+            goal.device
+            if device_kind(goal.device) == edge.to_device
+            else str(Device(edge.to_device))
+        )
+    elif kind.on_device and edge.target not in (key.framework, ANY) and device != "cpu":
         # Host device indexes are each framework's own (JAX's cpu:3); CUDA ordinals are
-        # shared. An array crossing frameworks on the host lands on the target's "cpu".
+        # shared. An object crossing frameworks on the host lands on the target's "cpu".
         device = device if device_kind(device) != "cpu" else "cpu"
     return PlanKey(
-        target if edge.target == ANY else edge.target, device, key.dtype, layout, readonly,
-        aligned, (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
-        edge.result_kind or key.kind,
+        edge.result_kind or key.kind, goal.framework if edge.target == ANY else edge.target,
+        device, traits, (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
     )  # fmt: skip
+
+
+class Goal(NamedTuple):
+    """Where a search ends, and what the request opens on the way."""
+
+    framework: str
+    #: The goal device with its index ("cuda:1"); "" for an object bound to no device.
+    device: str
+    #: The kind of the goal node ("" the start's): a pipeline's route ends in an iterator.
+    kind: str = ""
+    #: Flags the goal node must carry (what an opt-in edge marks its result with: mesh=
+    #: asks for a "sharded" DTensor, not any torch tensor).
+    flags: frozenset[str] = frozenset()
+    #: Options the user passed with a value (they open ``opt_in`` edges).
+    opted_in: frozenset[str] = frozenset()
+
+
+class Refusals:
+    """Collects the refusals a search meets and ranks them: edges into the goal's framework
+    first, real refusals before variant mismatches, nearest the source first."""
+
+    __slots__ = ("met", "target")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        #: (id(edge), reason) -> (rank, edge, reason, the cost of a path through the edge)
+        self.met: dict[
+            tuple[int, str], tuple[tuple[bool, bool, float], ConverterSpec, str, tuple[float, ...]]
+        ] = {}
+
+    def add(self, edge: ConverterSpec, reason: str, cost: tuple[float, ...]) -> None:
+        """Record that ``edge`` refused for ``reason``, where a path through it would have
+        cost at least ``cost`` (copies, hops, µs)."""
+        if (id(edge), reason) not in self.met:  # messages are built at the end
+            rank = (edge.target != self.target, category(reason) == VARIANT, cost[1])
+            self.met[id(edge), reason] = (rank, edge, reason, cost)
+
+    def ranked(self) -> list[tuple[ConverterSpec, str, tuple[float, ...]]]:
+        """Every refusal met, most useful first: (edge, reason, cost through it)."""
+        order = sorted(
+            (rank, i, e, why, c) for i, (rank, e, why, c) in enumerate(self.met.values())
+        )
+        return [(e, why, c) for _, _, e, why, c in order]
 
 
 class Search:
@@ -228,63 +287,169 @@ class Search:
         self.flags: tuple[GlobalFlag, ...] = ()
 
 
-class Graph:
-    """Converter edges indexed by source framework."""
+class Rules(NamedTuple):
+    """What an edge must meet besides its own ``accepts``: what its target declares."""
 
-    def __init__(self, edges: Iterable[ConverterSpec]) -> None:
+    #: The target's import rules (``FrameworkSpec.imports``); None for an edge that copies.
+    imports: Predicate | None
+    #: The target's global switches (``FrameworkSpec.switches``).
+    switches: tuple[GlobalFlag, ...]
+
+
+#: The order refusals are told in when an edge's own verdict and its target's rules both
+#: refuse: the order one ``Needs`` checks them in (the edge is for other objects, their dtype,
+#: a switch, a flag, then the memory: layout, alignment, read-only). Others come last.
+_ORDER = {VARIANT: 0, DTYPE: 1, GLOBAL_FLAG: 2, FLAG: 3, LAYOUT: 4, UNALIGNED: 5, READONLY: 6}
+_LAST = len(_ORDER)
+
+
+def _rank(reason: str) -> int:
+    return _ORDER.get(category(reason), _LAST)
+
+
+class Graph:
+    """Converter edges indexed by source framework, with what their targets declare.
+
+    ``frameworks`` (the specs, by name or as a sequence) is read once, here: each array edge
+    into a framework from another one gets that framework's ``switches``, and a zero-copy
+    one its ``imports`` rules too (:attr:`rules`), so no author of an edge has to repeat
+    them; the flags' advice (``FrameworkSpec.flags``) words the refusals over a flag.
+    """
+
+    def __init__(
+        self,
+        edges: Iterable[ConverterSpec],
+        frameworks: Mapping[str, FrameworkSpec] | Iterable[FrameworkSpec] = (),
+        kinds: Mapping[str, Kind] | Iterable[Kind] = (ARRAYS,),
+    ) -> None:
         self.edges = tuple(edges)
-        self.by_source: dict[str, list[ConverterSpec]] = defaultdict(list)
+        specs = tuple(frameworks.values() if isinstance(frameworks, Mapping) else frameworks)
+        by_name = {s.name: s for s in specs}
+        #: The declared kinds by name: what the search knows of each node's kind.
+        self.kinds: dict[str, Kind] = {
+            k.name: k for k in (kinds.values() if isinstance(kinds, Mapping) else kinds)
+        }
+        #: (framework, kind) -> the edges from it; an edge from ANY is listed under every
+        #: framework's node of its kind (see :meth:`edges_from`).
+        self.by_source: dict[tuple[str, str], list[ConverterSpec]] = defaultdict(list)
+        #: id(edge) -> the rules of its target it must meet (absent: none).
+        self.rules: dict[int, Rules] = {}
         for e in self.edges:
-            self.by_source[e.source].append(e)
+            self.by_source[e.source, e.kind].append(e)
+            rules = _rules_of(e, by_name.get(e.target), self.kinds.get(e.kind))
+            if rules is not None:
+                self.rules[id(e)] = rules
+        #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
+        #: the first declared, for objects of a framework that declares none for it.
+        self.advice: dict[tuple[str, str], str] = {}
+        for spec in specs:
+            for f in spec.flags:
+                self.advice[spec.name, f.name] = f.advice
+                self.advice.setdefault(("", f.name), f.advice)
+
+    def verdict(self, edge: ConverterSpec, key: PlanKey) -> str | None:
+        """Why ``edge`` refuses ``key``, or None when it takes it: its own ``accepts``, its
+        target's switches and import rules. When both refuse, the reason told is the one a
+        single ``Needs`` checks first (a rule's on a tie); a variant mismatch of the edge
+        comes first (another edge of the pair takes such keys), and a dtype it refuses
+        leaves the switches unread."""
+        own = edge.accepts(key)
+        rules = self.rules.get(id(edge))
+        if rules is None or (own is not None and _rank(own) < _ORDER[GLOBAL_FLAG]):
+            return own
+        for switch in rules.switches:
+            if key.dtype in switch.dtypes and not switch.read():
+                return Reason(switch.reason.format(dtype=key.dtype), GLOBAL_FLAG, switch.name)
+        ruled = rules.imports(key) if rules.imports is not None else None
+        if ruled is None or (own is not None and _rank(own) < _rank(ruled)):
+            return own
+        return ruled
+
+    def flags_read(self, edge: ConverterSpec, dtype: str) -> tuple[GlobalFlag, ...]:
+        """The global flags the verdict on a ``dtype`` array across ``edge`` turns on: the
+        edge's own (``Needs.flag``) and its target's switches for that dtype."""
+        own = reads_flag(edge.accepts, dtype)
+        rules = self.rules.get(id(edge))
+        if rules is None or not rules.switches:  # most edges: asked on every search step
+            return () if own is None else (own,)
+        found = [s for s in rules.switches if dtype in s.dtypes]
+        return tuple(dict.fromkeys([own, *found] if own is not None else found))
+
+    def reads_alignment(self, edge: ConverterSpec, reason: str | None) -> bool:
+        """Could ``edge``'s verdict ``reason`` (None: it took the key) change with the
+        key's alignment alone? Asked of its own ``accepts`` and its target's import rules
+        (see :func:`~interop_core.declare.predicates.reads_alignment`)."""
+        if reads_alignment(edge.accepts, reason):
+            return True
+        imports = self.rules.get(id(edge), _NO_RULES).imports
+        return imports is not None and reads_alignment(imports, reason)
+
+    def advised(self, edge: ConverterSpec, reason: str) -> str:
+        """``reason`` in the words of the framework that declares its flag, for a refusal
+        over a flag (category FLAG) where one does; else ``reason`` itself."""
+        if category(reason) != FLAG or not self.advice:
+            return reason
+        flag = getattr(reason, "subject", "")
+        advice = self.advice.get((edge.source, flag)) or self.advice.get(("", flag))
+        return Reason(advice, FLAG, flag) if advice else reason
+
+    def kind(self, name: str) -> Kind:
+        """The declared kind ``name`` (a kind nobody declared has no traits and no rules)."""
+        found = self.kinds.get(name)
+        return found if found is not None else Kind(name)
+
+    def edges_from(self, key: PlanKey) -> list[ConverterSpec]:
+        """The edges that may leave ``key``'s node: those from its framework and kind, and
+        those of its kind from ANY (every framework)."""
+        edges = self.by_source.get((key.framework, key.kind), [])
+        if key.framework != ANY:
+            anywhere = self.by_source.get((ANY, key.kind))
+            if anywhere:
+                edges = edges + anywhere
+        return edges
 
     def search(
         self,
         start: PlanKey,
-        target: str,
-        device: str,
+        goal: Goal,
         excluded: frozenset[tuple[str, str]] = frozenset(),
-        opted_in: frozenset[str] = frozenset(),
-        goal_kind: str = "",
-        goal_flags: frozenset[str] = frozenset(),
         sees: Callable[[str, str], str | None] | None = None,
     ) -> Search:
-        """Cheapest path from ``start`` to ``target@device`` honouring ``start.copy``.
+        """The cheapest path from ``start`` to ``goal``, honouring ``start.copy`` where the
+        start's kind says copy= applies to edges.
 
-        ``device`` is a device string with its index ("cuda:1"); edges declare kinds.
-        At each node only edges of its kind are taken, and the goal is an object of
-        ``goal_kind`` (default: the start's kind); "" (a function bound to no device)
-        passes every edge's device check. An edge with ``opt_in`` is taken only when that
-        option is in ``opted_in`` (the options the user passed, truthy); the goal node must
-        carry ``goal_flags`` (what such an edge marks its result with: ``mesh=`` asks for a
-        "sharded" DTensor, not any torch tensor).
-
-        Arrays visit only the host and the device kinds of the start and the goal (a CPU
-        request never plans through a GPU); ``sees(framework, device)`` says why a
-        framework cannot hold an array on a device other than the CPU (None: it can).
+        At each node only edges of its kind are taken; an edge with ``opt_in`` only when
+        that option is in ``goal.opted_in``; the goal node must carry ``goal.flags``.
+        Objects that live on devices visit only the host and the device kinds of the start
+        and the goal (a CPU request never plans through a GPU); ``sees(framework, device)``
+        says why a framework cannot hold one on a device other than the CPU (None: it
+        can). A device "" (a function bound to no device) passes every edge's device check.
         """
-        goal_kind = goal_kind or start.kind
+        goal_kind = goal.kind or start.kind
+        device = goal.device
         kinds = {"cpu", device_kind(start.device), device_kind(device)}
-        anywhere = self.by_source.get(ANY, [])
-        # For other kinds copy= is about the arrays they yield, not the edges (iterators).
-        want_copy = start.copy is True and start.kind == ARRAY
-        zero_only = start.copy is False and start.kind == ARRAY
+        # For kinds whose items copy (iterators) copy= is not about the edges.
+        by_edges = self.kind(start.kind).copy == "edges"
+        want_copy = start.copy is True and by_edges
+        zero_only = start.copy is False and by_edges
         out = Search()
-        refusals: dict[tuple[int, str], tuple[tuple[bool, bool, float], ConverterSpec]] = {}
+        refusals = Refusals(goal.framework)
         flags: dict[GlobalFlag, None] = {}
         tie = itertools.count()
         best: dict[tuple[PlanKey, bool], tuple[float, ...]] = {(start, False): (0, 0, 0.0)}
         back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
         heap: list[tuple[tuple[float, ...], int, PlanKey, bool]] = [((0, 0, 0.0), 0, start, False)]
+        found: tuple[float, ...] | None = None
         while heap:
             cost, _, key, copied = heapq.heappop(heap)
             if best.get((key, copied)) != cost:
                 continue
             if (
-                key.framework == target
+                key.framework == goal.framework
                 and key.device == device
                 and key.kind == goal_kind
                 and (copied or not want_copy)
-                and goal_flags <= key.flags
+                and goal.flags <= key.flags
             ):
                 node: tuple[PlanKey, bool] = (key, copied)
                 while node in back:
@@ -293,79 +458,97 @@ class Graph:
                     node = prev
                 out.path.reverse()
                 out.found = True
+                found = cost
                 break
-            kind = device_kind(key.device)
-            edges = self.by_source.get(key.framework, [])
-            if key.kind != ARRAY and key.framework != ANY:  # edges from any framework too
-                edges = edges + anywhere
-            for edge in edges:
-                if edge.kind != key.kind:
-                    continue
-                if (kind and kind not in edge.devices) or (zero_only and not edge.zero_copy):
+            here = device_kind(key.device)
+            kind = self.kind(key.kind)
+            dtype = key.traits.dtype if isinstance(key.traits, ArrayTraits) else ""
+            for edge in self.edges_from(key):
+                if (here and here not in edge.devices) or (zero_only and not edge.zero_copy):
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
                     continue
-                nxt_key = advance(key, edge, device, target)
+                nxt_key = advance(key, edge, kind, goal)
                 if edge.to_device is not None and nxt_key.device == key.device:
-                    continue  # a move to where the array already is
+                    continue  # a move to where the object already is
                 reason: str | None = None
-                if nxt_key.kind == ARRAY:
+                if kind.on_device:
                     landing = device_kind(nxt_key.device)
                     if landing not in kinds:
                         continue
                     if landing != "cpu" and sees is not None:
                         reason = sees(nxt_key.framework, nxt_key.device)
                 if reason is None:
-                    if edge.opt_in and edge.opt_in not in opted_in:
+                    if edge.opt_in and edge.opt_in not in goal.opted_in:
                         reason = Reason(f"taken only on request: pass {edge.opt_in}=", ON_REQUEST)
                     else:
-                        reason = edge.accepts(key)
-                flag = reads_flag(edge.accepts, key.dtype)
-                if flag is not None:
-                    flags[flag] = None
+                        reason = self.verdict(edge, key)
+                if dtype:
+                    flags.update(dict.fromkeys(self.flags_read(edge, dtype)))
+                ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
                 if reason is not None:
-                    if (id(edge), reason) not in refusals:  # messages are built at the end
-                        rank = (edge.target != target, category(reason) == VARIANT, cost[1])
-                        refusals[id(edge), reason] = (rank, edge)
+                    refusals.add(edge, reason, ncost)
                     continue
                 nxt = (nxt_key, copied or not edge.zero_copy)
-                ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
                 if nxt not in best or ncost < best[nxt]:
                     best[nxt] = ncost
                     back[nxt] = ((key, copied), edge)
                     heapq.heappush(heap, (ncost, next(tie), nxt[0], nxt[1]))
-        # Most useful first: edges into the target, real refusals before variant
-        # mismatches, nearest the source first.
-        ranked = sorted(
-            (rank, i, edge, why) for i, ((_, why), (rank, edge)) in enumerate(refusals.items())
-        )
-        out.refused = [RefusedEdge(e.name, e.plugin, e.edge, why) for _, _, e, why in ranked]
+        ranked = refusals.ranked()
+        out.refused = [
+            RefusedEdge(e.name, e.plugin, e.edge, self.advised(e, why), e.target, e.source)
+            for e, why, _ in ranked
+        ]
         # Would the other 64-byte alignment of the start change the outcome? Surely if an
-        # edge of the path turns on it; perhaps if a refusal did.
-        out.path_aligned = any(reads_alignment(e.accepts, None) for _, e, _ in out.path)
-        out.refused_aligned = any(reads_alignment(e.accepts, why) for _, _, e, why in ranked)
+        # edge of the path turns on it (its own accepts or its target's rules); perhaps if
+        # a refusal did, unless every path through the refused edges costs at least as much
+        # as the one found (then no alignment makes them win: no second search is needed).
+        out.path_aligned = any(self.reads_alignment(e, None) for _, e, _ in out.path)
+        out.refused_aligned = any(
+            self.reads_alignment(e, why) and (found is None or through < found)
+            for e, why, through in ranked
+        )
         out.flags = tuple(flags)
         return out
 
 
-def make_route(
-    info: TensorInfo | None,
-    source: PlanKey,
-    target: str,
-    device: str,
-    path: Sequence[tuple[PlanKey, ConverterSpec, PlanKey]],
-    refused: Sequence[RefusedEdge] = (),
-    goal_kind: str = "",
-) -> Route:
-    """Describe a found path as a Route (to an object of ``goal_kind``, default the
-    source's kind)."""
-    steps = tuple(
-        Step(e.name, e.plugin, node_name(k), node_name(after), e.zero_copy, e.note, e.kind)
-        for k, e, after in path
-    )
-    copies = sum(not s.zero_copy for s in steps)
-    # "Why not zero-copy": edges from a framework the route passed through into the target.
-    why_edges = {f"{k.framework}->{target}" for k, _, _ in path}
+_NO_RULES = Rules(None, ())
+
+
+def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | None) -> Rules | None:
+    """The rules of ``target`` that ``edge`` must meet: its switches on an edge of arrays
+    (a kind whose traits are ArrayTraits) from another framework, its import rules too when
+    the edge shares memory (None: none)."""
+    if target is None or kind is None or kind.traits is not ArrayTraits:
+        return None
+    if edge.source == edge.target:
+        return None
+    shares = edge.zero_copy and not edge.imports_checked
+    imports = target.imports if shares else None
+    if imports is None and not target.switches:
+        return None
+    return Rules(imports, target.switches)
+
+
+def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: int = 0) -> Route:
+    """Describe the path ``found`` from ``start`` to ``goal`` as a Route; ``nbytes`` is
+    what one copy of the object moves (0: not known)."""
+    kinds = graph.kinds
+    path = found.path
+    source_kind = graph.kind(start.kind)
+
+    def step(key: PlanKey, e: ConverterSpec, after: PlanKey) -> Step:
+        kind = graph.kind(key.kind)
+        label = None if kind.copy == "edges" else kind.label  # steps that copy say so
+        name = kind.node_name
+        return Step(
+            e.name, e.plugin, name(key.framework, key.device),
+            kinds.get(after.kind, kind).node_name(after.framework, after.device),
+            e.zero_copy, e.note, e.kind, label,
+        )  # fmt: skip
+
+    steps = tuple(step(*p) for p in path)
+    copies = sum(not s.zero_copy for s in steps) if source_kind.copy == "edges" else 0
     # A note about shared memory is moot once a later step copies (the result is the copy).
     last_copy = max((i for i, s in enumerate(steps) if not s.zero_copy), default=-1)
     notes = tuple(dict.fromkeys(
@@ -373,30 +556,38 @@ def make_route(
         if s.note and not (e.memory_note and i < last_copy)
     ))  # fmt: skip
     # The planner goes through the host between devices only when no route stays on them.
-    ends = (device_kind(source.device), device_kind(device))
+    ends = (device_kind(start.device), device_kind(goal.device))
     host_to_host = ends == ("cpu", "cpu")
-    on_devices = source.kind == ARRAY and "cpu" not in ends
-    if on_devices and any(device_kind(after.device) == "cpu" for _, _, after in path):
+    if (
+        source_kind.on_device
+        and "cpu" not in ends
+        and any(device_kind(after.device) == "cpu" for _, _, after in path)
+    ):
         notes += (
-            f"the route goes through host memory: no converter carries this array from "
-            f"{source.device} to {device} without it (see the refusals)",
+            f"the route goes through host memory: no converter carries this "
+            f"{source_kind.name} from {start.device} to {goal.device} without it (see the "
+            "refusals)",
         )
+    # "Why not zero-copy": edges into the target from a framework the route passed through.
+    passed = {k.framework for k, _, _ in path}
+    why = tuple(
+        r for r in found.refused
+        if r.target == goal.framework and r.source in passed and r.category != VARIANT
+    )  # fmt: skip
+    goal_kind = graph.kind(goal.kind or start.kind)
+    # One copy between devices is the move itself: no refusal explains it (between host
+    # devices, which share memory, a move need not copy).
+    moved = copies == 1 and start.device != goal.device and not host_to_host
     return Route(
-        source=node_name(source),
-        target=node_name(
-            source._replace(framework=target, device=device, kind=goal_kind or source.kind)
-        ),
+        source=source_kind.node_name(start.framework, start.device),
+        target=goal_kind.node_name(goal.framework, goal.device),
         steps=steps,
         copies=copies,
-        bytes_copied=copies * info.nbytes if info is not None else 0,
-        refused=tuple(r for r in refused if r.edge in why_edges and r.category != VARIANT)
-        # One copy between devices is the move itself: no refusal explains it (between
-        # host devices, which share memory, a move need not copy).
-        if copies and not (copies == 1 and source.device != device and not host_to_host)
-        else (),
+        bytes_copied=copies * nbytes,
+        refused=why if copies and not moved else (),
         notes=notes,
-        refusals=tuple(refused),
-        kind=source.kind,
+        refusals=tuple(found.refused),
+        kind=start.kind,
     )
 
 

@@ -14,64 +14,28 @@ import importlib.util
 import sys
 import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from ..declare.errors import (
-    FrameworkNotInstalledError,
     PluginError,
-    UnknownFrameworkError,
+    PluginWarning,
 )
-from ..declare.specs import ANY, ARRAY, ConverterSpec, FrameworkSpec, KindSpec, KnownFramework
-from .detect import Detector, unresolved_types
-from ..declare.errors import PluginWarning
+from ..declare.specs import (
+    ANY,
+    ARRAYS,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    Kind,
+    KindSpec,
+    KnownFramework,
+)
+from .detect import unresolved_types
 from .manager import InteropPluginManager
-from .plancache import PlanCache
 from .planner import Graph
-
-
-class State:
-    """One consistent build of the registry; replaced wholesale on every change."""
-
-    __slots__ = (
-        "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "kinds", "known", "names", "plain", "registry", "visible",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        generation: int,
-        frameworks: dict[str, FrameworkSpec],
-        names: dict[str, str],
-        graph: Graph,
-        installed: dict[str, bool],
-        declared: tuple[ConverterSpec, ...],
-        known: dict[str, KnownFramework],
-        kinds: tuple[KindSpec, ...] = (),
-        registry: Registry | None = None,
-    ) -> None:
-        #: The registry this state was built by (bridges convert through it).
-        self.registry = registry
-        self.generation = generation
-        self.frameworks = frameworks
-        self.names = names
-        self.graph = graph
-        #: Specs of the non-array objects (functions, ...), in registration order.
-        self.kinds = kinds
-        self.detect = Detector(frameworks.values(), kinds)
-        #: Framework name -> importable (checked once per build, without importing).
-        self.installed = installed
-        #: Valid converters declared, usable or not (the graph holds the usable ones).
-        self.declared = declared
-        #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
-        self.known = known
-        self.cache = PlanCache()
-        #: Framework name -> the devices it sees (None: it does not say), asked on first need.
-        self.visible: dict[str, tuple[str, ...] | None] = {}
-        #: The warm path's tables, read on every call (the cache's own dicts).
-        self.plain = self.cache.plain
-        self.fast = self.cache.fast
+from .state import Declared, State
 
 
 class Registry:
@@ -132,7 +96,7 @@ class Registry:
                 continue
             expected: tuple[type, ...] = {
                 "interop_frameworks": (FrameworkSpec, KnownFramework),
-                "interop_kinds": (KindSpec,),
+                "interop_kinds": (Kind, KindSpec),
             }.get(hook, (ConverterSpec,))
             bad = [s for s in specs if not isinstance(s, expected)]
             if bad:
@@ -180,8 +144,18 @@ class Registry:
                     break
             if generation != self.pm.generation:
                 continue  # a plugin was dropped: gather again without it
-            kinds = self._validate_kinds(self._collect("interop_kinds", strict), frameworks)
-            edges = self._validate_edges(self._collect("interop_converters", strict), frameworks)
+            declared = self._collect("interop_kinds", strict)
+            kinds = self._declared_kinds(
+                ((p, s) for p, s in declared if isinstance(s, Kind)), strict
+            )  # fmt: skip
+            if generation != self.pm.generation:
+                continue
+            finds = self._validate_kinds(
+                ((p, s) for p, s in declared if isinstance(s, KindSpec)), frameworks, kinds
+            )  # fmt: skip
+            edges = self._validate_edges(
+                self._collect("interop_converters", strict), frameworks, kinds
+            )  # fmt: skip
             if generation == self.pm.generation:
                 installed = {  # protocols (no module) need nothing installed
                     name: not spec.import_name or importable(spec.import_name)
@@ -193,10 +167,18 @@ class Registry:
                     e for e in edges
                     if all(f == ANY or installed[f] for f in (e.source, e.target))
                 ]  # fmt: skip
-                return State(
-                    generation, frameworks, names, Graph(usable), installed, tuple(edges), known,
-                    kinds, self,
-                )  # fmt: skip
+                specs = Declared(frameworks, names, finds, tuple(edges), known)
+                # The graph reads the kinds, the frameworks' import rules, switches and flag
+                # advice once, here: every plan of this build uses them.
+                graph = Graph(usable, frameworks, kinds)
+                return State(generation, specs, graph, installed, self._parse_hook())
+
+    def _parse_hook(self) -> Callable[[Any], Device | None] | None:
+        """The ``interop_parse_device`` hook as a function of the device (None: unused)."""
+        hook = self.pm.hook.interop_parse_device
+        if not hook.get_hookimpls():
+            return None
+        return lambda device: hook(device=device)  # type: ignore[no-any-return]
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"
@@ -204,16 +186,39 @@ class Registry:
             raise PluginError(f"Plugins {plugin!r} and {other!r} conflict: {reason}.")
         self._fail(plugin, reason, strict)
 
+    def _declared_kinds(
+        self, declared: Iterable[tuple[str, Kind]], strict: str | None
+    ) -> dict[str, Kind]:
+        """The kinds: arrays (declared by the core) and each plugin's. Plugins that use one
+        kind may each declare it (the function kind: every framework with functions), as
+        long as they declare it alike; a different declaration of a name taken is a
+        conflict that drops its plugin."""
+        kinds = {ARRAYS.name: ARRAYS}
+        for plugin, kind in declared:
+            if kind.name in kinds:
+                if kinds[kind.name] != kind:
+                    what = f"kind {kind.name!r}, declared differently,"
+                    self._conflict(plugin, kinds[kind.name].plugin, what, strict)
+                continue
+            kinds[kind.name] = kind
+        return kinds
+
     @staticmethod
     def _validate_kinds(
-        kinds: Iterable[tuple[str, KindSpec]], frameworks: dict[str, FrameworkSpec]
-    ) -> tuple[KindSpec, ...]:
+        specs: Iterable[tuple[str, KindSpec]], frameworks: dict[str, FrameworkSpec],
+        kinds: dict[str, Kind],
+    ) -> tuple[KindSpec, ...]:  # fmt: skip
         valid = []
-        for plugin, spec in kinds:
-            if spec.framework not in ("", ANY) and spec.framework not in frameworks:
+        for plugin, spec in specs:
+            missing = (
+                f"framework {spec.framework!r}"
+                if spec.framework not in ("", ANY) and spec.framework not in frameworks
+                else f"kind {spec.kind!r}" if spec.kind not in kinds else ""
+            )  # fmt: skip
+            if missing:
                 warnings.warn(
                     f"Kind {spec.kind!r} of plugin {plugin!r} ignored: no plugin declares "
-                    f"framework {spec.framework!r}.",
+                    f"{missing}.",
                     PluginWarning,
                     stacklevel=4,
                 )
@@ -222,20 +227,25 @@ class Registry:
         return tuple(valid)
 
     def _validate_edges(
-        self, edges: Iterable[tuple[str, ConverterSpec]], frameworks: dict[str, FrameworkSpec]
-    ) -> list[ConverterSpec]:
+        self, edges: Iterable[tuple[str, ConverterSpec]], frameworks: dict[str, FrameworkSpec],
+        kinds: dict[str, Kind],
+    ) -> list[ConverterSpec]:  # fmt: skip
         valid: list[ConverterSpec] = []
         seen: dict[tuple[str, str, str], str] = {}
         for plugin, edge in edges:
-            wild = edge.kind != ARRAY  # only other kinds may name any framework
+            kind = kinds.get(edge.kind)
+            wild = kind is not None and kind.any_framework  # may it name any framework?
             missing = [
-                f for f in (edge.source, edge.target)
+                f"framework {f!r}" for f in (edge.source, edge.target)
                 if f not in frameworks and not (wild and f == ANY)
             ]  # fmt: skip
+            missing += [
+                f"kind {k!r}" for k in (edge.kind, edge.result_kind) if k and k not in kinds
+            ]
             if missing:
                 warnings.warn(
                     f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
-                    f"framework {missing[0]!r}.",
+                    f"{missing[0]}.",
                     PluginWarning,
                     stacklevel=4,
                 )
@@ -254,72 +264,9 @@ class Registry:
 
     # -- names ---------------------------------------------------------------------
 
-    def resolve(self, target: Any, state: State | None = None) -> FrameworkSpec:
-        """The spec a target names: a name or alias (any case) or a framework module."""
-        st = state or self.state
-        if isinstance(target, str):
-            name = st.names.get(target.lower())
-            if name is None:
-                raise self._unknown(target, st)
-        elif type(target).__name__ == "module":
-            top = target.__name__.partition(".")[0]
-            found = [s.name for s in st.frameworks.values() if s.import_name == top and s.target]
-            if not found:
-                raise self._unknown(target.__name__, st)
-            name = found[0]
-        else:
-            raise self._not_a_name(target, st)
-        spec = st.frameworks[name]
-        if not spec.target:
-            raise UnknownFrameworkError(
-                target,
-                [n for n, f in st.names.items() if st.frameworks[f].target],
-                f"{spec.name!r} is a source {'protocol' if spec.protocol else 'only'}, not a "
-                "framework to convert to.",
-            )
-        if not self.installed(spec, st):
-            raise FrameworkNotInstalledError(
-                spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
-            )
-        return spec
-
-    @staticmethod
-    def _not_a_name(target: Any, st: State) -> UnknownFrameworkError:
-        """The error for a target that is neither a name nor a module, without its repr (an
-        array's runs to pages); an array or function there means to()'s arguments are swapped."""
-        what = f"{type(target).__module__}.{type(target).__qualname__}"
-        targets = [n for n, f in st.names.items() if st.frameworks[f].target]
-        try:
-            convertible = st.detect(target) is not None or st.detect.kind(target) is not None
-        except Exception:  # an object that cannot even be looked up is no array either
-            convertible = False
-        why = (
-            "It is what to() converts: the arguments look swapped. to() takes the object "
-            "first, then the target: to(x, 'torch')."
-            if convertible
-            else "Pass a framework name such as 'torch', or the framework's module."
-        )
-        head = f"The target is a {what}, not a framework name."
-        return UnknownFrameworkError(what, targets, why, head=head)
-
-    @staticmethod
-    def _unknown(name: str, st: State) -> Exception:
-        """FrameworkNotInstalledError for a framework known by name only, else Unknown..."""
-        known = st.known.get(name.lower())
-        targets = [n for n, f in st.names.items() if st.frameworks[f].target]
-        if known is None:
-            return UnknownFrameworkError(name, targets)
-        if importable(known.module or known.name):
-            return UnknownFrameworkError(
-                name, targets,
-                f"{known.name} is installed, but no installed interop_core plugin converts its "
-                f"arrays yet ({known.plugin!r} knows it by name only).",
-            )  # fmt: skip
-        return FrameworkNotInstalledError(known.name, known.install_hint)
-
-    def installed(self, spec: FrameworkSpec, state: State | None = None) -> bool:
-        """Whether the framework can be imported (checked when the registry was built)."""
-        return (state or self.state).installed.get(spec.name, False)
+    def resolve(self, target: Any) -> FrameworkSpec:
+        """The spec a target names now (see :meth:`State.resolve`)."""
+        return self.state.resolve(target)
 
 
 def importable(module: str) -> bool:

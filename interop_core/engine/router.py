@@ -14,64 +14,71 @@ import functools
 import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..declare.context import CallContext
 from ..declare.errors import (
     ConversionError,
     CopyRequiredError,
+    DeviceError,
     FrameworkNotInstalledError,
     InteropError,
     NoRouteError,
     OptionError,
+    PluginWarning,
     RefusedEdge,
     framework_failures,
 )
 from ..declare.specs import (
     ANY,
-    ARRAY,
+    ARRAYS,
     CPU,
     ConverterSpec,
     Device,
     FrameworkSpec,
+    Kind,
     KindSpec,
     PlanKey,
     TensorInfo,
     device_kind,
 )
-from ..declare.errors import DeviceError, PluginWarning
 from .plancache import FastKey, RouteKey, StalePlan
-from .planner import Plan, Route, Runner, Search, make_route
-from .registry import State
+from .planner import Goal, Plan, Route, Runner, Search, make_route
+
+if TYPE_CHECKING:  # the engine's state calls the router; the router only reads it
+    from .state import State
 
 
 class Request(NamedTuple):
     """One conversion asked of the router."""
 
-    #: The source array's description (the start node); for other kinds, only its
-    #: framework and flags are meaningful.
-    info: TensorInfo
-    source: FrameworkSpec
+    #: The node the route starts from: kind, framework, device, traits, flags, copy.
+    start: PlanKey
+    #: The object's kind, as declared.
+    kind: Kind
+    #: The framework that owns the object (its key functions key the warm path); None
+    #: for an object of no framework (an iterator: each item says its own).
+    source: FrameworkSpec | None
     target: FrameworkSpec
-    #: The goal device with its index (the source's device when None was asked); None for
-    #: an object bound to no device (a function) when none was asked.
+    #: The goal device with its index (an array's own when None was asked); None for an
+    #: object bound to no device (a function) when none was asked.
     device: Device | None
-    copy: bool | None
     #: The options of the call, sorted by name.
     options: tuple[tuple[str, Any], ...] = ()
-    kind: str = ARRAY
-    #: What the object is, for messages (kinds other than arrays).
+    #: The object in words, for messages ("numpy float64 3 (C layout) on cpu").
     description: str = ""
-    #: The kind of the result when it differs from ``kind`` (a pipeline: "iterator").
-    result_kind: str = ""
+    #: The array's description, for arrays (bytes copied, casts, the dtype check).
+    info: TensorInfo | None = None
 
     @property
-    def start(self) -> PlanKey:
-        """The node the route starts from."""
-        if self.kind == ARRAY:
-            return self.info.plan_key(self.copy)
-        name, flags = self.source.name, self.info.flags
-        return PlanKey(name, self.goal, "", "", False, True, flags, self.copy, self.kind)
+    def copy(self) -> bool | None:
+        """The user's ``copy=``."""
+        return self.start.copy
+
+    @property
+    def goal_kind(self) -> str:
+        """The kind of the result (a pipeline becomes an iterator)."""
+        return self.kind.becomes or self.start.kind
 
     @property
     def opted_in(self) -> frozenset[str]:
@@ -91,18 +98,23 @@ class Request(NamedTuple):
         """What the route depends on: the start node, the target and the goal device."""
         return (self.start, self.target.name, self.goal)
 
+    def described(self, info: TensorInfo, copy: bool | None) -> Request:
+        """The same request for the array ``info`` describes (a cast's result, the other
+        alignment), asked with ``copy``."""
+        return self._replace(start=info.plan_key(copy), info=info, description=_words(info))
+
     def what(self) -> str:
         """The request in words, for messages."""
-        if self.kind != ARRAY:
-            where = f" on {self.device}" if self.device is not None else ""
-            kind = self.result_kind or self.kind
-            return f"from {self.description} to a {self.target.name} {kind}{where}"
-        info = self.info
-        shape = "x".join(map(str, info.shape)) or "0-d"
-        return (
-            f"from {info.framework} {info.dtype} {shape} ({info.layout} layout) on "
-            f"{info.device} to {self.target.name} on {self.device}"
-        )
+        if self.kind.on_device:
+            return f"from {self.description} to {self.target.name} on {self.device}"
+        where = f" on {self.device}" if self.device is not None else ""
+        return f"from {self.description} to a {self.target.name} {self.goal_kind}{where}"
+
+
+def _words(info: TensorInfo) -> str:
+    """An array in words: "numpy float64 3x4 (C layout) on cpu"."""
+    shape = "x".join(map(str, info.shape)) or "0-d"
+    return f"{info.framework} {info.dtype} {shape} ({info.layout} layout) on {info.device}"
 
 
 def describe(spec: FrameworkSpec, obj: Any) -> TensorInfo:
@@ -124,13 +136,17 @@ def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
 
 def request(
     obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, options: Mapping[str, Any] | None = None,
+    copy: bool | None, options: Mapping[str, Any] | None = None, info: TensorInfo | None = None,
 ) -> Request:  # fmt: skip
-    """Describe ``obj`` and record what is asked of it."""
-    info = describe(source, obj)
+    """Describe the array ``obj`` (unless ``info`` already does) and record what is asked
+    of it."""
+    if info is None:
+        info = describe(source, obj)
     opts = tuple(sorted(options.items())) if options else ()
     goal = device or home(target, info.device, info.framework)
-    return Request(info, source, target, goal, copy, opts)
+    return Request(
+        info.plan_key(copy), ARRAYS, source, target, goal, opts, _words(info), info
+    )  # fmt: skip
 
 
 def home(target: FrameworkSpec, here: Device, source: str = "") -> Device:
@@ -169,31 +185,17 @@ def device_refusal(st: State, name: str, device: str) -> str | None:
 
 
 def object_request(
-    kind: KindSpec, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, options: Mapping[str, Any],
+    spec: KindSpec, kind: Kind, source: FrameworkSpec | None, target: FrameworkSpec,
+    device: Device | None, copy: bool | None, options: Mapping[str, Any],
 ) -> Request:  # fmt: skip
-    """Record what is asked of an object of a kind other than arrays (a function, ...)."""
-    info = TensorInfo(source.name, "", device or CPU, (), "", False, True, kind.flags)
-    what = kind.description or f"a {source.name} {kind.kind}"
+    """Record what is asked of an object found by ``spec`` (a function, an iterator, ...):
+    an object of ``kind`` owned by ``source`` (None: by no framework)."""
+    framework = source.name if source is not None else ANY
+    goal = "" if device is None else str(device)
+    start = PlanKey(kind.name, framework, goal, None, spec.flags, copy)
+    what = spec.description or f"a {framework} {kind.name}"
     opts = tuple(sorted(options.items()))
-    return Request(info, source, target, device, copy, opts, kind.kind, what, kind.becomes)
-
-
-def _unavailable(obj: Any) -> Any:
-    raise TypeError("objects of no framework have no array description")
-
-
-#: The source of objects that belong to no framework (``KindSpec.framework == ANY``).
-ANY_SOURCE = FrameworkSpec(
-    ANY, (), _unavailable, _unavailable, _unavailable, frozenset(), target=False,
-    plugin="interop_core",
-)  # fmt: skip
-
-
-def _relevant(refused: list[RefusedEdge], target: str) -> list[RefusedEdge]:
-    """The refusals that decided the outcome: those of edges into the target, if any."""
-    into = [r for r in refused if r.edge.endswith(f"->{target}")]
-    return into or refused
+    return Request(start, kind, source, target, device, opts, what)
 
 
 def find_route(
@@ -202,53 +204,49 @@ def find_route(
     """The cheapest route for ``req`` and the search that found it, leaving out the
     ``excluded`` (plugin, converter) pairs; raises when there is none."""
     info, target = req.info, req.target
-    if req.kind == ARRAY and info.dtype not in target.dtypes and info.framework != target.name:
+    if info is not None and info.dtype not in target.dtypes and info.framework != target.name:
         reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
-                             f"{target.name} has no dtype {info.dtype}")  # fmt: skip
+                             f"{target.name} has no dtype {info.dtype}", target.name)  # fmt: skip
         raise NoRouteError(
             req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
         )
-    start, goal = req.start, req.goal
-    if req.kind == ARRAY and goal != "cpu":  # every framework holds host arrays on "cpu"
-        _check_device(st, req, goal)
-    goal_kind, opted_in = req.result_kind, req.opted_in
+    if req.kind.on_device and req.goal != "cpu":  # every framework holds objects on "cpu"
+        _check_device(st, req, req.goal)
+    opted_in = req.opted_in
     # An opt-in edge into the target that marks its result asks for such a result
     # (mesh=: a DTensor, not any torch tensor).
     asked = [
         e for e in st.declared
         if e.opt_in in opted_in and e.adds_flags and e.target == target.name
-        and e.kind == req.kind
+        and e.kind == req.start.kind
     ] if opted_in else []  # fmt: skip
-    goal_flags = frozenset().union(*(e.adds_flags for e in asked))
+    goal = Goal(
+        target.name, req.goal, req.goal_kind, frozenset().union(*(e.adds_flags for e in asked)),
+        opted_in,
+    )  # fmt: skip
     sees = functools.partial(device_refusal, st)
-    found = st.graph.search(
-        start, target.name, goal, excluded, opted_in, goal_kind, goal_flags, sees
-    )
+    found = st.graph.search(req.start, goal, excluded, sees)
     if not found.found:
-        relevant = _relevant(found.refused, target.name)
+        relevant = [r for r in found.refused if r.target == target.name] or found.refused
         if (
             req.copy is False
-            and st.graph.search(
-                start._replace(copy=None), target.name, goal, excluded, opted_in, goal_kind,
-                goal_flags, sees,
-            ).found
-        ):  # fmt: skip
+            and st.graph.search(req.start._replace(copy=None), goal, excluded, sees).found
+        ):
             raise CopyRequiredError(req.what(), found.refused, relevant)
         advice = ""
         if asked:
             options = ", ".join(sorted({f"{e.opt_in}=" for e in asked}))
             makers = "; ".join(f"{e.name} [{e.edge}]" for e in asked)
             advice = f"{options} asks for a result only these converters make: {makers}."
-        elif req.kind == ARRAY and req.device != info.device:
+        elif info is not None and req.device != info.device:
             advice = (
-                f"{goal} is reached only by a device move that accepts this array; "
-                "`python -m interop_core doctor` lists the devices each framework sees."
+                f"{req.goal} is reached only by a device move that accepts this "
+                f"{req.kind.name}; `python -m interop_core doctor` lists the devices each "
+                "framework sees."
             )
         raise NoRouteError(req.what(), found.refused, advice, relevant)
     _check_options(st, req, found)
-    info_or_none = info if req.kind == ARRAY else None
-    route = make_route(info_or_none, start, target.name, goal, found.path, found.refused, goal_kind)
-    return route, found
+    return make_route(st.graph, req.start, goal, found, info.nbytes if info else 0), found
 
 
 def _check_device(st: State, req: Request, goal: str) -> None:
@@ -271,7 +269,7 @@ def _check_device(st: State, req: Request, goal: str) -> None:
     seen = visible_devices(st, target)
     raise NoRouteError(
         req.what(),
-        [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen)],
+        [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen, target)],
         f"Pass device= one of {', '.join(seen)}."
         if seen
         else f"No {target} array can be made on this machine: {target} finds no device.",
@@ -287,7 +285,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     opted = req.opted_in
     opt_ins = {
         e.opt_in for e in st.declared
-        if e.opt_in and e.kind == req.kind and not (e.adds_flags and e.opt_in in opted)
+        if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
     }  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
@@ -295,9 +293,9 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     # The edges that take these options; when none does, every edge for such objects that
     # takes any.
     takers = [e for e in st.declared if set(unknown) & set(e.options)] or [
-        e for e in st.declared if e.options and e.kind == req.kind
+        e for e in st.declared if e.options and e.kind == req.start.kind
     ]
-    route = " -> ".join([req.source.name, *(e.target for _, e, _ in found.path)])
+    route = " -> ".join([req.start.framework, *(e.target for _, e, _ in found.path)])
     # A misspelt name is the usual cause: suggest the close names valid on this route.
     import difflib
 
@@ -323,7 +321,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
             "to() never casts: the result keeps the source's dtype unless dtype= is given."
         )
     listing = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers]
-    none = f"No converter takes options for {req.kind}s."
+    none = f"No converter takes options for {req.kind.plural}."
     lines += ["Options are taken by:", *listing] if listing else [none]
     raise OptionError("\n".join(lines))
 
@@ -350,13 +348,10 @@ def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKe
         return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
     if not edge.context:
         return func  # type: ignore[no-any-return]
-    from ..face.api import bound_to  # the public API sits above the router
-
-    assert st.registry is not None, "a state that plans was built by a registry"
     ctx = CallContext(
         device=req.device,
         options=MappingProxyType({k: v for k, v in req.options if k in edge.options}),
-        to=bound_to(st.registry, st),
+        to=st.to,
         copy=req.copy,
         target=req.target.name,
     )
@@ -390,54 +385,21 @@ def _loader(st: State) -> Callable[[ConverterSpec], Any]:
     return load
 
 
-def explain_object(
-    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, options: Mapping[str, Any] | None = None,
-) -> Route:  # fmt: skip
-    """The Route ``to()`` would take for ``obj``, without converting."""
-    if options and "dtype" in options:
-        return _explain_cast(st, obj, source, target, device, copy, options)
-    return find_route(st, request(obj, source, target, device, copy, options))[0]
+def convert(st: State, obj: Any, req: Request, fast_key: FastKey | None = None) -> Any:
+    """Plan (or reuse) the route ``req`` asks for ``obj``, and run it.
 
-
-def _explain_cast(
-    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, options: Mapping[str, Any],
-) -> Route:  # fmt: skip
-    """explain_object() with ``dtype=`` (a Cast, from api._prepare): the cast is a step of
-    its own around a route planned as for an array of the cast dtype."""
-    from .casting import explain_cast  # only calls with dtype= need it
-
-    rest = {k: v for k, v in options.items() if k != "dtype"}
-    req = request(obj, source, target, device, copy, rest)
-    return explain_cast(
-        req.info, source, target, copy, options["dtype"],
-        lambda info, c: find_route(st, req._replace(info=info, copy=c))[0],
-    )  # fmt: skip
-
-
-def convert(
-    st: State, obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, fast_key: FastKey | None, options: Mapping[str, Any] | None = None,
-) -> Any:  # fmt: skip
-    """Plan the route for ``obj``, cache its runner, and run it.
-
-    ``fast_key`` is the warm-path key (type, target, device, copy) as the user gave them,
-    or None when they are not hashable or options were given (nothing is cached then).
+    A kind with a warm path (arrays) stores the runner under ``fast_key``, the warm-path
+    key (type, target, device, copy) as the user gave them (None when they are not
+    hashable or options were given: the request is planned every time). Objects of other
+    kinds are converted once and used many times: their route depends on the option names
+    and the opt-ins, never on the values (``output_map=[...]`` need not be hashable), so
+    it is cached by those, and only binding (microseconds) is repeated.
     """
-    req = request(obj, source, target, device, copy, options)
-    the_plan = plan(st, req)
-    if fast_key is not None:
-        _store(st, obj, req, the_plan, fast_key)
-    return run(st, req, obj, the_plan)
-
-
-def convert_object(st: State, obj: Any, req: Request) -> Any:
-    """Plan (or reuse the route of) a request for a function or another non-array kind,
-    bind it to this request's options and run it. Such objects are converted once and used
-    many times, so they skip the warm path. The route depends on the option names and the
-    opt-ins, never on the values (``output_map=[...]`` need not be hashable): it is cached
-    by those, and only binding (microseconds) is repeated."""
+    if req.kind.warm:
+        the_plan = plan(st, req)
+        if fast_key is not None and req.source is not None:
+            _store(st, obj, req, req.source, the_plan, fast_key)
+        return run(st, req, obj, the_plan)
     key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in)
     found = st.cache.requests.get(key)
     if found is None:
@@ -489,26 +451,26 @@ def recover(
     return run(st, req, obj, again, excluded)
 
 
-def warm_failure(
-    st: State, obj: Any, target: FrameworkSpec, device: Device | None, copy: bool | None,
-    fast_key: FastKey, exc: Exception,
-) -> Any:  # fmt: skip
-    """A cached runner raised ``exc``: handle it without running the failed step again."""
+def warm_failure(st: State, obj: Any, fast_key: FastKey, exc: Exception) -> Any:
+    """The cached runner for ``obj`` (under ``fast_key``: type, target, device and copy as
+    given) raised ``exc``: handle it without running the failed step again."""
     source = st.detect(obj)
     if source is None:  # cached, so detected before: cannot happen
         raise exc
-    the_plan = st.cache.cached_plan(obj, target.name, fast_key)
+    _, target, device, copy = fast_key
+    req = request(obj, source, st.resolve(target), st.parse_device(device), copy)
+    the_plan = st.cache.cached_plan(obj, req.target.name, fast_key)
     if the_plan is None or isinstance(exc, StalePlan):
         # A global flag changed since planning (or the entry is gone): plan afresh.
-        return convert(st, obj, source, target, device, copy, fast_key)
-    return recover(st, request(obj, source, target, device, copy), obj, the_plan, exc)
+        return convert(st, obj, req, fast_key)
+    return recover(st, req, obj, the_plan, exc)
 
 
 def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
     info = req.info
     what = (
         f"a {info.dtype} {info.layout} array of shape {info.shape}"
-        if req.kind == ARRAY
+        if info is not None
         else req.description
     )
     return (
@@ -517,18 +479,21 @@ def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
     )
 
 
-def _store(st: State, obj: Any, req: Request, the_plan: Plan, fast_key: FastKey) -> None:
+def _store(
+    st: State, obj: Any, req: Request, source: FrameworkSpec, the_plan: Plan, fast_key: FastKey
+) -> None:  # fmt: skip
     """Cache the runner under the key the route's predicates read."""
     # Alignment costs too much to read on every call: key by it only when the route turns
     # on it. The search knows when it does, and when it might: then plan the other.
     by_alignment = the_plan.by_alignment == "yes"
-    if the_plan.by_alignment == "maybe" and req.source.aligned_key is not None:
-        flipped = req._replace(info=req.info._replace(aligned=not req.info.aligned))
+    info = req.info
+    if the_plan.by_alignment == "maybe" and source.aligned_key is not None and info:
+        flipped = req.described(info._replace(aligned=not info.aligned), req.copy)
         try:
             by_alignment = plan_edges(st, flipped) != the_plan.edges
         except InteropError:
             by_alignment = True  # that alignment has no route at all
-    st.cache.store(obj, req.source, req.target.name, fast_key, the_plan, by_alignment)
+    st.cache.store(obj, source, req.target.name, fast_key, the_plan, by_alignment)
 
 
 def plan_edges(st: State, req: Request) -> tuple[ConverterSpec, ...]:

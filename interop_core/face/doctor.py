@@ -14,17 +14,26 @@ import re
 import sys
 import textwrap
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from typing import IO, Any
 
 from .. import __version__
 from ..declare.errors import InteropError
-from ..declare.specs import ALIGNMENT, FUNCTION, ITERATOR, PIPELINE, FrameworkSpec, PlanKey
-from ..engine.registry import Registry, State
+from ..declare.specs import (
+    ALIGNMENT,
+    ANY,
+    FrameworkSpec,
+    Kind,
+    OrdinaryArrays,
+    PlanKey,
+)
+from ..engine.planner import Goal
+from ..engine.registry import Registry
+from ..engine.state import State
 from .api import explain, to, using_registry
-from .example_arrays import ORDINARY_ROWS, ExampleError, make_example
+from .example_arrays import ORDINARY_NBYTES, ExampleError, make_example, sizes_text
 
 #: The array every cell of the matrix converts: contiguous float32, shape 2x3.
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -202,9 +211,9 @@ def measure_rows(
     reg: Registry, sources: list[FrameworkSpec], targets: list[FrameworkSpec]
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], dict[str, str]]:
     """The matrix: a row per source's example, and rows of arrays made as user code makes
-    them (ORDINARY_ROWS; one named after its framework takes that framework's row, and the
-    example moves to "<name>, 64-byte aligned"). Also what each row measured, and the row
-    of each source's example."""
+    them (``FrameworkSpec.ordinary``; one named after its framework takes that framework's
+    row, and the example moves to "<name>, 64-byte aligned"). Also what each row measured,
+    and the row of each source's example."""
     installed = {s.name for s in sources}
     matrix: dict[str, dict[str, dict[str, Any]]] = {}
     rows: dict[str, dict[str, Any]] = {}
@@ -216,15 +225,16 @@ def measure_rows(
         example_rows[s.name] = label
 
     for s in sources:
-        own = [r for r in ORDINARY_ROWS if r.framework == s.name and set(r.needs) <= installed]
+        own = [r for r in s.ordinary if set(r.needs) <= installed]
         if not any(r.label == s.name for r in own):
             example_row(s, s.name, f"a 2x3 array {s.name} allocated (its example())")
         for row in sorted(own, key=lambda r: r.label != s.name):  # the framework's own first
-            arrays = row.build()
+            arrays = row.build(ORDINARY_NBYTES)
             matrix[row.label] = {d.name: measure_arrays(reg, arrays, d) for d in targets}
             aligned = sum(s.data_ptr(a) % ALIGNMENT == 0 for a in arrays)
             rows[row.label] = {
-                "what": row.what, "framework": s.name, "example": False,
+                "what": row.what.replace("{sizes}", sizes_text()), "framework": s.name,
+                "example": False,
                 "arrays": len(arrays), "aligned": aligned,
             }  # fmt: skip
             del arrays
@@ -265,25 +275,21 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     """Frameworks, plugins, devices and the live route matrix of this machine.
 
     The matrix has a row per framework's example and rows of arrays made the way user
-    code makes them (``ORDINARY_ROWS``: numpy's own allocations, which JAX and TensorFlow
-    copy when they are not 64-byte aligned); ``rows`` says what each row measured.
-    Frameworks are imported and measured with ``reg`` as the default registry, their
-    native stderr silenced, and without their DeprecationWarnings or torch's warning
-    that a tensor shares read-only memory (the jax and tensorflow -> torch cells do).
+    code makes them (``FrameworkSpec.ordinary``: numpy's own allocations, which JAX and
+    TensorFlow copy when they are not 64-byte aligned); ``rows`` says what each row
+    measured. Frameworks are imported and measured with ``reg`` as the default registry,
+    their native stderr silenced, and without their DeprecationWarnings.
     """
     st = reg.state
     frameworks = []
     installed = []
     with using_registry(reg), native_stderr_silenced(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.filterwarnings(
-            "ignore", "The given NumPy array is not writable", UserWarning
-        )  # torch.from_numpy of a read-only view, once per process
         for spec in st.frameworks.values():
             row: dict[str, Any] = {"name": spec.name, "plugin": spec.plugin}
             if not spec.target:
                 row["source_only"] = spec.protocol or spec.name
-            if reg.installed(spec):
+            if reg.state.installed.get(spec.name, False):
                 row["version"] = _version(spec)
                 try:
                     row["devices"] = spec.devices() if spec.devices else []
@@ -302,6 +308,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         aligned_only = {
             s.name: alignment_bound(s, targets, matrix[example_rows[s.name]]) for s in sources
         }
+        ordinary = {row.label: row for s in sources for row in s.ordinary}
     plugins = [
         {"name": name, "distribution": reg.pm.distribution_of(name) or "registered at run time"}
         for name, _ in reg.pm.list_name_plugin()
@@ -317,41 +324,37 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         "usable_converters": len(st.graph.edges),
         "matrix": matrix,
         "rows": rows,
-        "notes": alignment_notes(aligned_only, matrix, rows),
-        "functions": function_routes(st),
-        "pipelines": pipeline_routes(st),
+        "notes": alignment_notes(aligned_only, matrix, rows, ordinary),
+        "kinds": [
+            {"name": k.name, "plural": k.plural, "usage": k.usage, "plugin": k.plugin}
+            for k in st.graph.kinds.values()
+        ],
+        # Per kind converted once and used many times (functions, pipelines, ...).
+        **{k.plural: kind_routes(st, k) for k in st.graph.kinds.values() if not k.warm},
     }
 
 
-def function_routes(st: State) -> dict[str, dict[str, list[str]]]:
-    """For each installed framework with function edges, the converters of the route a
-    function would take to each other one (planned, not run: [] when there is none)."""
-    names = {n for e in st.graph.edges if e.kind == FUNCTION for n in (e.source, e.target)}
-    ordered = [n for n in st.frameworks if n in names]
-    return planned_routes(st, FUNCTION, ordered, ordered)
-
-
-def pipeline_routes(st: State) -> dict[str, dict[str, list[str]]]:
-    """For each installed framework owning pipelines (DALI), the converters of the route
-    its pipelines take to an iterator of each installed framework (planned, not run)."""
-    owning = {e.source for e in st.graph.edges if e.kind == PIPELINE}
-    owners = [n for n in st.frameworks if n in owning]
-    targets = [n for n, s in st.frameworks.items() if s.target and st.installed.get(n)]
-    return planned_routes(st, PIPELINE, owners, targets, ITERATOR)
-
-
-def planned_routes(
-    st: State, kind: str, sources: list[str], targets: list[str], goal_kind: str = ""
-) -> dict[str, dict[str, list[str]]]:
-    """The converters of the route an object of ``kind`` takes from each source to each
-    other target (to a ``goal_kind`` object), planned, not run: [] when there is none."""
+def kind_routes(st: State, kind: Kind) -> dict[str, dict[str, list[str]]]:
+    """For each installed framework that owns objects of ``kind`` (has edges of it leaving),
+    the converters of the route such an object takes to each other framework (planned, not
+    run: [] when there is none). A kind that becomes another (a pipeline: an iterator), or
+    has edges to any framework, is routed to every installed framework; others to the
+    frameworks their edges reach."""
+    edges = [e for e in st.graph.edges if e.kind == kind.name]
+    owners = {e.source for e in edges} - {ANY}
+    sources = [n for n in st.frameworks if n in owners]
+    if kind.becomes or any(e.target == ANY for e in edges):
+        targets = [n for n, s in st.frameworks.items() if s.target and st.installed.get(n)]
+    else:
+        reached = owners | {e.target for e in edges}
+        targets = [n for n in st.frameworks if n in reached]
     routes: dict[str, dict[str, list[str]]] = {}
     for src in sources:
-        start = PlanKey(src, "", "", "", False, True, frozenset(), None, kind)
+        start = PlanKey(kind.name, src, "", None)
         routes[src] = {}
         for dst in targets:
             if dst != src:
-                found = st.graph.search(start, dst, "", goal_kind=goal_kind)
+                found = st.graph.search(start, Goal(dst, "", kind.becomes))
                 routes[src][dst] = [e.name for _, e, _ in found.path] if found.found else []
     return routes
 
@@ -373,9 +376,10 @@ def alignment_notes(
     aligned_only: dict[str, list[str]],
     matrix: dict[str, dict[str, dict[str, Any]]] | None = None,
     rows: dict[str, dict[str, Any]] | None = None,
+    ordinary: Mapping[str, OrdinaryArrays] | None = None,
 ) -> list[str]:
-    """The notes printed under the matrix about routes that need 64-byte alignment, and
-    about the "copy (alignment)" cells of arrays made as user code makes them."""
+    """The notes printed under the matrix about routes that need 64-byte alignment, and the
+    notes ``ordinary`` rows declare about their "copy (alignment)" cells."""
     pairs = [f"{src} -> {dst}" for src, dsts in aligned_only.items() for dst in dsts]
     notes = []
     if pairs:
@@ -383,23 +387,30 @@ def alignment_notes(
             f"{_join(pairs)} share memory only with 64-byte aligned buffers; an unaligned "
             "one is copied once."
         )
-    numpy_row = (matrix or {}).get("numpy", {})
-    copied = [dst for dst, cell in numpy_row.items() if cell["result"] == "copy (alignment)"]
-    if copied:
-        measured = (rows or {}).get("numpy", {})
+    matrix, rows, ordinary = matrix or {}, rows or {}, ordinary or {}
+    for label, row in ordinary.items():
+        cells = matrix.get(label, {})
+        copied = [dst for dst, cell in cells.items() if cell["result"] == "copy (alignment)"]
+        if not row.note or not copied:
+            continue
+        measured = rows.get(label, {})
         k = measured.get("aligned", 0)
-        seen = f" ({k} of the {measured.get('arrays')} measured here {'was' if k == 1 else 'were'})"
-        also = " and torch tensors made from them by torch.from_numpy" if (
-            "torch.from_numpy" in (matrix or {})
-        ) else ""  # fmt: skip
-        notes.append(
-            "copy (alignment): numpy's allocations are mostly not 64-byte aligned"
-            f"{seen if 'arrays' in measured else ''}, so the arrays your code makes (np.ones, "
-            f"np.random, np.load...){also} are copied once into "
-            f"{_join(copied)}. To share memory, use 64-byte aligned buffers: copy once with "
-            'to(a, "numpy", copy=True) and keep that array, or take memory torch allocated '
-            "(torch.empty(n).numpy()); explain() tells for a given array."
-        )
+        seen = (
+            f" ({k} of the {measured['arrays']} measured here {'was' if k == 1 else 'were'})"
+            if "arrays" in measured else ""
+        )  # fmt: skip
+        # Rows built over these arrays (tensors sharing them) are copied for the same reason.
+        also = "".join(
+            f" and {other.what}"
+            for name, other in ordinary.items()
+            if name != label and name in matrix and not other.note
+            and measured.get("framework") in other.needs
+        )  # fmt: skip
+        fill = {"{seen}": seen, "{also}": also, "{targets}": _join(copied)}
+        note = row.note
+        for field, value in fill.items():
+            note = note.replace(field, value)
+        notes.append(note)
     return notes
 
 
@@ -476,14 +487,10 @@ def print_doctor(report: dict[str, Any]) -> None:
         print(n)
     for n in report.get("notes", ()):
         print(_wrap(n, "Note: "))
-    for key, title in (
-        ("functions", "Function routes, planned (to(f, target, source=...); explain() has the "
-                      "caveats):"),
-        ("pipelines", "Pipeline routes, planned (to(pipe, target, output_map=[...]) -> an "
-                      "iterator):"),
-    ):  # fmt: skip
-        if report.get(key):
-            print(f"\n{title}")
-            for src, row in report[key].items():
+    for kind in report.get("kinds", ()):
+        if report.get(kind["plural"]):
+            usage = f" ({kind['usage']})" if kind["usage"] else ""
+            print(f"\n{kind['name'].capitalize()} routes, planned{usage}:")
+            for src, row in report[kind["plural"]].items():
                 for dst, steps in row.items():
                     print(f"  {src} -> {dst}: {' then '.join(steps) if steps else 'none'}")

@@ -12,13 +12,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..declare.specs import ANY, ARRAY, ConverterSpec, FrameworkSpec
+from ..declare.specs import ANY, ConverterSpec, FrameworkSpec, Kind
 from ..engine.registry import Registry
-from ..engine.router import ANY_SOURCE
 
 #: Edge colours, one per plugin (cycled).
 _PALETTE = (
@@ -49,32 +48,47 @@ def graph_parts(
     else:
         edges = list(st.graph.edges)
         named = {e.source for e in edges} | {e.target for e in edges}
-        nodes = [s for s in st.frameworks.values() if reg.installed(s) or s.name in named]
-    if any(ANY in (e.source, e.target) for e in edges):  # one node stands for every framework
-        nodes.append(ANY_SOURCE)
+        nodes = [
+            s for s in st.frameworks.values() if st.installed.get(s.name, False) or s.name in named
+        ]
     return nodes, edges
+
+
+def _every(edges: Iterable[ConverterSpec]) -> bool:
+    """Whether the drawing needs the one node that stands for every framework (ANY)."""
+    return any(ANY in (e.source, e.target) for e in edges)
 
 
 #: How the node standing for every framework is labelled.
 ANY_LABEL = "any framework"
 
 
-def _edge_label(edge: ConverterSpec) -> str:
-    if edge.kind != ARRAY:  # functions (and later kinds) share the frameworks' nodes
-        return f"{edge.name} ({edge.kind}s)"
+def _copies(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> bool:
+    """Whether the edge's kind copies or shares (arrays), rather than wrapping."""
+    kind = kinds.get(edge.kind)
+    return kind is not None and kind.copy == "edges"
+
+
+def _edge_label(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
+    if not _copies(edge, kinds):  # functions, iterators, ... share the frameworks' nodes
+        kind = kinds.get(edge.kind)
+        return f"{edge.name} ({kind.plural if kind else edge.kind})"
     return f"{edge.name} (to {edge.to_device})" if edge.to_device else edge.name
 
 
-def _edge_style(edge: ConverterSpec) -> str:
-    if edge.kind != ARRAY:
+def _edge_style(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
+    if not _copies(edge, kinds):
         return "dotted"
     return "solid" if edge.zero_copy else "dashed"
 
 
-def _edge_tooltip(edge: ConverterSpec) -> str:
+def _edge_tooltip(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
     kind = (
-        f"{edge.kind} bridge" if edge.kind != ARRAY else "zero-copy" if edge.zero_copy else "copy"
-    )
+        ("zero-copy" if edge.zero_copy else "copy")
+        if _copies(edge, kinds)
+        else f"{edge.kind} {kinds[edge.kind].label}".rstrip() if edge.kind in kinds
+        else edge.kind
+    )  # fmt: skip
     text = (
         f"{edge.name} [{edge.plugin}]: {edge.source} -> {edge.target}, {kind}, "
         f"devices {', '.join(sorted(edge.devices))}"
@@ -117,6 +131,7 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
     In-framework copies and device moves are self-loops.
     """
     nodes, edges = graph_parts(reg, include_all)
+    kinds = reg.state.graph.kinds
     colours = _plugin_colours(edges)
     lines = [
         "digraph interop_core {",
@@ -127,18 +142,17 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
         "fontsize=14, height=0.9, width=1.5];",
         "  edge [fontname=Helvetica, fontsize=9, arrowsize=0.7];",
     ]
+    if _every(edges):
+        tip = "edges from or to every framework (iterators: each batch is converted)"
+        attrs = [f"label={_dot_quote(ANY_LABEL)}", f"tooltip={_dot_quote(tip)}",
+                 'style="filled,dotted"', "shape=ellipse"]  # fmt: skip
+        lines.append(f"  {_dot_quote(ANY)} [{', '.join(attrs)}];")
     for spec in nodes:
-        if spec.name == ANY:
-            tip = "edges from or to every framework (iterators: each batch is converted)"
-            attrs = [f"label={_dot_quote(ANY_LABEL)}", f"tooltip={_dot_quote(tip)}",
-                     'style="filled,dotted"', "shape=ellipse"]  # fmt: skip
-            lines.append(f"  {_dot_quote(spec.name)} [{', '.join(attrs)}];")
-            continue
         attrs = [f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]')}"]
         if not spec.target:
             tip = f"{spec.name} [{spec.plugin}]: a source only (to() cannot target it)"
             attrs = [f"tooltip={_dot_quote(tip)}", 'style="filled"', "shape=ellipse"]
-        if not reg.installed(spec):
+        if not reg.state.installed.get(spec.name, False):
             hint = spec.install_hint or f"pip install {spec.distribution or spec.name}"
             attrs = [
                 f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]: not installed ({hint})')}",
@@ -150,11 +164,11 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
     for edge in edges:
         colour = colours[edge.plugin]
         attrs = [
-            f"label={_dot_quote(_edge_label(edge))}",
-            f"style={_edge_style(edge)}",
+            f"label={_dot_quote(_edge_label(edge, kinds))}",
+            f"style={_edge_style(edge, kinds)}",
             f'color="{colour}"',
             f'fontcolor="{colour}"',
-            f"tooltip={_dot_quote(_edge_tooltip(edge))}",
+            f"tooltip={_dot_quote(_edge_tooltip(edge, kinds))}",
         ]
         lines.append(
             f"  {_dot_quote(edge.source)} -> {_dot_quote(edge.target)} [{', '.join(attrs)}];"
@@ -188,14 +202,16 @@ def to_mermaid(reg: Registry, include_all: bool = False) -> str:
     labelled with its converter and plugin; frameworks not installed are drawn dashed.
     """
     nodes, edges = graph_parts(reg, include_all)
+    kinds = reg.state.graph.kinds
     ids: dict[str, str] = {}
-    for spec in nodes:
-        base = "fw_" + re.sub(r"\W", "_", spec.name)
+    names = [s.name for s in nodes] + ([ANY] if _every(edges) else [])
+    for node in names:
+        base = "fw_" + re.sub(r"\W", "_", node)
         ident, n = base, 1
         while ident in ids.values():
             n += 1
             ident = f"{base}_{n}"
-        ids[spec.name] = ident
+        ids[node] = ident
     lines = [
         "flowchart LR",
         f"  %% {_title(nodes, edges, include_all)}",
@@ -205,13 +221,14 @@ def to_mermaid(reg: Registry, include_all: bool = False) -> str:
     missing = []
     for spec in nodes:
         left, right = ("[", "]") if spec.target else ("([", "])")  # sources only: pills
-        name = ANY_LABEL if spec.name == ANY else spec.name
-        lines.append(f'  {ids[spec.name]}{left}"{_mermaid_text(name)}"{right}')
-        if spec.name != ANY and not reg.installed(spec):
+        lines.append(f'  {ids[spec.name]}{left}"{_mermaid_text(spec.name)}"{right}')
+        if not reg.state.installed.get(spec.name, False):
             missing.append(ids[spec.name])
+    if ANY in ids:
+        lines.append(f'  {ids[ANY]}(["{_mermaid_text(ANY_LABEL)}"])')
     for edge in edges:
-        arrow = "==>" if edge.kind != ARRAY else "-->" if edge.zero_copy else "-.->"
-        label = _mermaid_text(f"{_edge_label(edge)}<br/>[{edge.plugin}]")
+        arrow = "==>" if not _copies(edge, kinds) else "-->" if edge.zero_copy else "-.->"
+        label = _mermaid_text(f"{_edge_label(edge, kinds)}<br/>[{edge.plugin}]")
         lines.append(f'  {ids[edge.source]} {arrow}|"{label}"| {ids[edge.target]}')
     if missing:
         lines.append("  classDef missing stroke-dasharray: 5 5,color:#777")

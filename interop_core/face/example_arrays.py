@@ -1,8 +1,9 @@
 """Example arrays of a framework in a given shape, dtype and layout (``explain``, ``doctor``).
 
 The framework's own ``FrameworkSpec.example`` builds a C-contiguous array; the other layouts
-are made from it with generic operations (``.T``, slicing, ``broadcast_to``/``expand``,
-``reshape``), and the result is checked with the framework's ``describe``.
+are made from it with generic operations (``.T``, slicing, the Array API's ``broadcast_to``,
+``reshape``) or the framework's ``example_view``, and the result is checked with the
+framework's ``describe``.
 
 Imported by the command line only; the framework is imported when an example is built.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from ..declare.specs import FrameworkSpec, TensorInfo
 
@@ -24,8 +25,9 @@ _LAYOUT_HELP = {
     "F": "it needs two or more dimensions longer than 1, and a framework whose .T is a view",
     "strided": "it needs a last dimension longer than 1, and slicing that returns a view",
     "negative": "it needs a first dimension longer than 1, and x[::-1] as a view",
-    "broadcast": "it needs a dimension longer than 1, and broadcast_to/expand as a view",
-    "readonly": "only frameworks with read-only arrays (numpy's flags.writeable) have them",
+    "broadcast": "it needs a dimension longer than 1, and a broadcast view: the Array API's "
+    "broadcast_to, or the framework's example_view",
+    "readonly": "only frameworks with read-only arrays have them",
     "unaligned": "it needs slicing and reshape that return views",
 }
 
@@ -67,18 +69,23 @@ def example_values(shape: Sequence[int], dtype: str) -> Any:
     return _nested(iter(flat), tuple(shape))
 
 
-def _broadcast(x: Any, shape: tuple[int, ...]) -> Any:
-    """``x`` broadcast to ``shape`` as a view: the Array API's broadcast_to, or expand."""
-    namespace = getattr(x, "__array_namespace__", None)
-    if namespace is not None:  # numpy >= 2, JAX (jax copies: the layout check says so)
-        return namespace().broadcast_to(x, shape)
-    if hasattr(x, "expand"):  # torch
-        return x.expand(*shape)
-    if type(x).__module__ == "numpy":  # numpy < 2 has no __array_namespace__
-        import numpy as np
+def _own_view(spec: FrameworkSpec, x: Any, layout: str, shape: tuple[int, ...]) -> Any:
+    """The framework's own view of ``x`` for ``layout`` (``example_view``), or None."""
+    return None if spec.example_view is None else spec.example_view(x, layout, shape)
 
-        return np.broadcast_to(x, shape)
-    raise ExampleError("its arrays have neither __array_namespace__().broadcast_to nor expand")
+
+def _broadcast(spec: FrameworkSpec, x: Any, shape: tuple[int, ...]) -> Any:
+    """``x`` broadcast to ``shape`` as a view: the framework's own, or the Array API's
+    broadcast_to (which some frameworks answer with a copy: the layout check says so)."""
+    view = _own_view(spec, x, "broadcast", shape)
+    if view is not None:
+        return view
+    namespace = getattr(x, "__array_namespace__", None)
+    if namespace is not None:
+        return namespace().broadcast_to(x, shape)
+    raise ExampleError(
+        "its arrays have no __array_namespace__().broadcast_to and its spec no example_view"
+    )
 
 
 def _build(spec: FrameworkSpec, shape: tuple[int, ...], dtype: str, layout: str) -> Any:
@@ -101,12 +108,15 @@ def _build(spec: FrameworkSpec, shape: tuple[int, ...], dtype: str, layout: str)
         return build(shape)[::-1]
     if layout == "broadcast":
         base = (*(1 for _ in shape[:-1]), shape[-1]) if len(shape) > 1 else (1,)
-        return _broadcast(build(base), shape)
+        return _broadcast(spec, build(base), shape)
     if layout == "readonly":
         x = build(shape)
-        if not spec.describe(x).readonly:
-            x.flags.writeable = False  # numpy; AttributeError elsewhere
-        return x
+        if spec.describe(x).readonly:
+            return x
+        view = _own_view(spec, x, "readonly", shape)
+        if view is None:
+            raise ExampleError("its spec's example_view makes no read-only array")
+        return view
     if layout == "unaligned":
         return build((math.prod(shape) + 1,))[1:].reshape(shape)
     return build(shape)
@@ -171,57 +181,8 @@ def make_example(spec: FrameworkSpec, shape: tuple[int, ...], dtype: str, layout
 ORDINARY_NBYTES = (16, 4096, 1 << 20, 16 << 20)
 
 
-class OrdinaryRow(NamedTuple):
-    """A row of the doctor's matrix measured on arrays made the way user code makes them.
-
-    ``label`` equal to ``framework`` replaces that framework's row (its own example then
-    gets the row ``f"{framework}, 64-byte aligned"``); any other label is a row of its own.
-    """
-
-    label: str
-    framework: str
-    needs: tuple[str, ...]
-    what: str
-    build: Callable[[], list[Any]]
-
-
-def _numpy_arrays() -> list[Any]:
-    """``np.ones`` and ``np.random`` float32 arrays of each ``ORDINARY_NBYTES``."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    arrays = []
-    for nbytes in ORDINARY_NBYTES:
-        n = nbytes // 4
-        arrays += [np.ones(n, np.float32), rng.random(n, dtype=np.float32)]
-    return arrays
-
-
-def _from_numpy_tensors() -> list[Any]:
-    """``torch.from_numpy`` over fresh arrays of :func:`_numpy_arrays`."""
-    import torch
-
-    return [torch.from_numpy(a) for a in _numpy_arrays()]
-
-
-def _sizes() -> str:
+def sizes_text(sizes: Sequence[int] = ORDINARY_NBYTES) -> str:
+    """``sizes`` in words: "16 B, 4 KiB, 1 MiB and 16 MiB"."""
     names = [f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
-             for n in ORDINARY_NBYTES]  # fmt: skip
-    return f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-#: numpy's allocator gives no 64-byte alignment (JAX and TensorFlow share only aligned
-#: buffers), so what users get from numpy differs from what an aligned example shows.
-ORDINARY_ROWS = (
-    OrdinaryRow(
-        "numpy", "numpy", ("numpy",),
-        f"np.ones and np.random.default_rng().random float32 arrays of {_sizes()}, as user "
-        "code makes them",
-        _numpy_arrays,
-    ),
-    OrdinaryRow(
-        "torch.from_numpy", "torch", ("numpy", "torch"),
-        "torch tensors made by torch.from_numpy over such numpy arrays",
-        _from_numpy_tensors,
-    ),
-)  # fmt: skip
+             for n in sizes]  # fmt: skip
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

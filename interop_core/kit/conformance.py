@@ -7,15 +7,17 @@ zero-copy claims and round trips with every other installed framework, and raise
 test suite calls it once; ``interop_core.testing`` re-exports it.
 
 Data pointers and layouts are checked against what a standard protocol says
-(:func:`interop_core.kit.buffers.protocol_view`), read without any plugin. This module imports
-no framework: numpy is imported only when installed, inside the checks, to compare values.
+(:func:`interop_core.kit.buffers.protocol_view`), read without any plugin, and so are the
+values of host arrays (from the memory the protocol describes). This module imports no
+framework.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
-import importlib
-import importlib.util
+import math
+import struct
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NoReturn
@@ -26,7 +28,6 @@ from ..declare.errors import (
     NoRouteError,
     PluginWarning,
 )
-from ..declare.predicates import reads_flag
 from ..declare.specs import (
     ALIGNMENT,
     DTYPES,
@@ -37,7 +38,7 @@ from ..declare.specs import (
     PlanKey,
     classify_layout,
 )
-from ..engine.planner import advance
+from ..engine.planner import Goal, advance
 from ..engine.registry import Registry
 from ..face.api import default_registry, explain, to, using_registry
 from .buffers import ProtocolView, independent_data_ptr, protocol_view
@@ -154,7 +155,6 @@ class _Kit:
         self.reg = reg
         self.name = name
         self.done: list[str] = []
-        self.np: Any = None
         #: key(x) -> (PlanKey without alignment, where it was seen); aligned_key likewise.
         self.keys: dict[Hashable, tuple[PlanKey, str]] = {}
         self.aligned_keys: dict[Hashable, tuple[PlanKey, str]] = {}
@@ -170,7 +170,7 @@ class _Kit:
             )
         self.spec: FrameworkSpec = st.frameworks[canonical]
         self.name = self.spec.name
-        if not reg.installed(self.spec):
+        if not reg.state.installed.get(self.spec.name, False):
             raise FrameworkNotInstalledError(
                 self.spec.name, self.spec.install_hint or f"pip install {self.spec.name}"
             )
@@ -192,7 +192,8 @@ class _Kit:
                 s
                 for s in st.frameworks.values()
                 if s.name != self.name and s.target and s.example is not None
-                and reg.installed(s) and (not s.device_kinds or "cpu" in s.device_kinds)
+                and reg.state.installed.get(s.name, False)
+                and (not s.device_kinds or "cpu" in s.device_kinds)
             ]  # fmt: skip
         else:
             self.others = [reg.resolve(o) for o in others]
@@ -207,14 +208,10 @@ class _Kit:
         self.done.append(line)
 
     def run(self) -> list[str]:
-        if importlib.util.find_spec("numpy") is not None:
-            self.np = importlib.import_module("numpy")
         with warnings.catch_warnings():
             # A converter failing on what its predicates accepted is a plugin bug: the
             # router's warning becomes an error, which the checks report.
             warnings.simplefilter("error", PluginWarning)
-            # torch warns that a view of immutable memory is writable; routes note it.
-            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
             self.check_spec()
             reached, returned = False, False
             first: tuple[str, Any, Any] | None = None
@@ -248,12 +245,14 @@ class _Kit:
         return self.done
 
     def flag_off(self, target: str, dtype: str) -> str | None:
-        """The reason a global flag of the edges into ``target`` refuses ``dtype`` now."""
-        for edge in self.reg.state.graph.edges:
+        """The reason a global flag of the edges into ``target`` (theirs, or the target's
+        switches) refuses ``dtype`` now."""
+        graph = self.reg.state.graph
+        for edge in graph.edges:
             if edge.target == target and edge.source != target:
-                flag = reads_flag(edge.accepts, dtype)
-                if flag is not None and not flag.read():
-                    return flag.reason.format(dtype=dtype)
+                for flag in graph.flags_read(edge, dtype):
+                    if not flag.read():
+                        return flag.reason.format(dtype=dtype)
         return None
 
     def builds(self, spec: FrameworkSpec, dtype: str) -> bool:
@@ -400,7 +399,7 @@ class _Kit:
     def check_values(
         self, y: Any, spec: FrameworkSpec, dtype: str, values: Any, label: str
     ) -> None:
-        got = self.values(y)
+        got = self.values(y, dtype)
         if got is not None:
             if got != values:
                 self.fail(f"{label} holds {got}, expected {values} ({dtype})")
@@ -413,35 +412,37 @@ class _Kit:
         if same is None and spec.name not in self.unread:
             self.unread.add(spec.name)
             self.ok(
-                f"values of {spec.name} arrays not compared: no numpy view, tolist(), route "
-                "to numpy or == reads them"
+                f"values of {spec.name} arrays not compared: no standard protocol, tolist(), "
+                "route to another framework or == reads them"
             )
 
-    def values(self, y: Any) -> Any:
-        """``y``'s values as nested Python lists, read without interop_core when possible."""
-        np = self.np
-        if np is not None:
-            try:
-                a = np.asarray(y)
-            except Exception:
-                a = None
-            if a is not None and a.dtype != object:
-                if a.dtype.kind not in "biufc":  # ml_dtypes: bfloat16, float8
-                    a = a.astype(np.float64)
-                return a.tolist()
+    def values(self, y: Any, dtype: str, last_resort: bool = True) -> Any:
+        """``y``'s values as nested Python numbers, read without interop_core when possible:
+        from host memory a standard protocol describes, else by ``y.tolist()``."""
+        got = _host_values(y, dtype)
+        if got is not None:
+            return got
         tolist = getattr(y, "tolist", None)
         if callable(tolist):
             try:
                 return tolist()
             except Exception:
                 pass
-        if np is not None and self.owner(y) is not None:
-            try:  # through the framework's own route to numpy: the last resort
-                a = to(y, "numpy", copy=True)
+        owner = self.owner(y)
+        if not last_resort or owner is None:
+            return None
+        # The last resort: the framework's own route to another one whose arrays can be read.
+        st = self.reg.state
+        for other in st.frameworks.values():
+            if other.name == owner.name or not other.target or not st.installed.get(other.name):
+                continue
+            try:
+                a = to(y, other.name, copy=True)
             except Exception:
-                return None
-            if isinstance(a, np.ndarray):
-                return self.values(a)
+                continue
+            got = self.values(a, dtype, last_resort=False)
+            if got is not None:
+                return got
         return None
 
     # -- the key ------------------------------------------------------------------------
@@ -450,7 +451,7 @@ class _Kit:
         """Remember key(x) and aligned_key(x); two arrays with one key must plan alike."""
         spec = self.spec
         for fn_name, fn, table, plan_key in (
-            ("key", spec.key, self.keys, pk._replace(aligned=False)),
+            ("key", spec.key, self.keys, pk._replace(traits=pk.traits._replace(aligned=False))),
             ("aligned_key", spec.aligned_key, self.aligned_keys, pk),
         ):
             if fn is None:
@@ -464,7 +465,7 @@ class _Kit:
             if seen[0] != plan_key:
                 fields = [
                     f"{f} {a!r} vs {b!r}"
-                    for f, a, b in zip(PlanKey._fields, seen[0], plan_key, strict=True)
+                    for f, a, b in zip(*_fields(seen[0]), _fields(plan_key)[1], strict=True)
                     if a != b
                 ]
                 self.fail(
@@ -640,12 +641,13 @@ class _Kit:
         something false.
         """
         expected = x_spec.describe(x).plan_key(copy)
-        goal = route.target.rpartition("@")[2]
+        graph = self.reg.state.graph
+        goal = Goal(y_spec.name, route.target.rpartition("@")[2])
         for step in route.steps:
             edge = self.edge_of(step)
             if edge is None:
                 return  # a step this registry cannot name (should not happen): no prediction
-            expected = advance(expected, edge, goal)
+            expected = advance(expected, edge, graph.kind(expected.kind), goal)
         got = y_spec.describe(y).plan_key(copy)
         last = f"{route.steps[-1].converter!r} [{route.steps[-1].plugin}]" if route.steps else ""
         for field in ("framework", "device", "dtype", "layout"):
@@ -795,6 +797,73 @@ def _first(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _float8(exponent: int, mantissa: int, bias: int, ieee: bool) -> Callable[[bytes], float]:
+    """The decoder of a one-byte float: sign, ``exponent`` and ``mantissa`` bits; ``ieee``:
+    the top exponent is inf/NaN (e5m2), else only all ones is NaN (e4m3fn, no inf)."""
+    top, ones = (1 << exponent) - 1, (1 << mantissa) - 1
+
+    def decode(raw: bytes) -> float:
+        bits = raw[0]
+        sign = -1.0 if bits >> 7 else 1.0
+        e, m = (bits >> mantissa) & top, bits & ones
+        if e == top and (ieee or m == ones):
+            return sign * math.inf if ieee and m == 0 else math.nan
+        if e == 0:  # subnormal
+            return sign * m * 2.0 ** (1 - bias - mantissa)
+        return sign * (1 + m / (1 << mantissa)) * 2.0 ** (e - bias)
+
+    return decode
+
+
+def _unpack(fmt: str) -> Callable[[bytes], Any]:
+    unpack = struct.Struct(f"={fmt}").unpack
+    if len(fmt) == 2:  # complex: real and imaginary parts
+        return lambda raw: complex(*unpack(raw))
+    return lambda raw: unpack(raw)[0]
+
+
+def _bfloat16(raw: bytes) -> float:
+    """The upper half of a float32."""
+    (half,) = struct.unpack("=H", raw)
+    return float(struct.unpack("=f", struct.pack("=I", half << 16))[0])
+
+
+#: How one element of each canonical dtype reads from native-order bytes.
+_DECODE: dict[str, Callable[[bytes], Any]] = {
+    "bool": _unpack("?"),
+    "int8": _unpack("b"), "int16": _unpack("h"), "int32": _unpack("i"), "int64": _unpack("q"),
+    "uint8": _unpack("B"), "uint16": _unpack("H"), "uint32": _unpack("I"),
+    "uint64": _unpack("Q"),
+    "float16": _unpack("e"), "bfloat16": _bfloat16, "float32": _unpack("f"),
+    "float64": _unpack("d"), "complex64": _unpack("ff"), "complex128": _unpack("dd"),
+    "float8_e4m3fn": _float8(4, 3, 7, ieee=False), "float8_e5m2": _float8(5, 2, 15, ieee=True),
+}  # fmt: skip
+
+
+def _host_values(x: Any, dtype: str) -> Any:
+    """``x``'s values as nested Python numbers, read from the host memory a standard
+    protocol describes (no plugin, no framework); None when none describes host memory
+    with ``dtype``'s item size."""
+    decode, size = _DECODE.get(dtype), ITEMSIZE.get(dtype)
+    view = protocol_view(x)
+    if decode is None or size is None or view is None or view.shape is None:
+        return None
+    device = (view.device or "cpu").partition(":")[0]
+    host = view.protocol != "__cuda_array_interface__" and device == "cpu"
+    if view.strides is None:
+        return None
+    if not host or view.itemsize not in (None, size) or len(view.strides) != len(view.shape):
+        return None
+
+    def read(offset: int, dims: list[tuple[int, int]]) -> Any:
+        if not dims:
+            return decode(ctypes.string_at(view.ptr + offset, size))
+        (n, stride), rest = dims[0], dims[1:]
+        return [read(offset + i * stride, rest) for i in range(n)]
+
+    return read(0, list(zip(view.shape, view.strides, strict=True)))
+
+
 def _equal(a: Any, b: Any) -> bool | None:
     """``a == b`` with the framework's own ==, reduced to one bool; None when unknown."""
     eq: Any = type(a).__eq__
@@ -808,3 +877,17 @@ def _equal(a: Any, b: Any) -> bool | None:
         return bool(reduce() if callable(reduce) else result)
     except Exception:
         return None
+
+
+def _fields(key: PlanKey) -> tuple[list[str], list[Any]]:
+    """A node's field names and values, its traits' fields in place of ``traits``."""
+    names: list[str] = []
+    values: list[Any] = []
+    for name, value in zip(PlanKey._fields, key, strict=True):
+        if name == "traits" and hasattr(value, "_fields"):
+            names += value._fields
+            values += list(value)
+        else:
+            names.append(name)
+            values.append(value)
+    return names, values

@@ -13,16 +13,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.context import CallContext
-from interop_core.declare.errors import (
+from interop_core.plugin import (
+    CallContext,
     ConversionError,
+    ConverterSpec,
     InteropError,
+    Needs,
     NotAnArrayError,
     OptionError,
     UnsupportedTransformError,
+    hookimpl,
 )
-from interop_core.declare.predicates import Needs
 
 from .shared import SignatureCache, function_edge, function_name, is_forward_mode
 

@@ -18,13 +18,14 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.context import CallContext
-from interop_core.declare.errors import (
+from interop_core.plugin import (
+    CallContext,
     ConversionError,
+    ConverterSpec,
     InteropError,
     OptionError,
     UnsupportedTransformError,
+    hookimpl,
 )
 
 from .shared import (

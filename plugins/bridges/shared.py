@@ -11,9 +11,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
-from interop_core import ConverterSpec
-from interop_core.declare.errors import ConversionError
-from interop_core.declare.specs import FUNCTION
+from interop_core.plugin import FUNCTION, ConversionError, ConverterSpec
 
 V = TypeVar("V")
 

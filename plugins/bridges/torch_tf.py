@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.context import CallContext
-from interop_core.declare.errors import ConversionError
-from interop_core.engine.containers import map_leaves
+from interop_core.plugin import CallContext, ConversionError, ConverterSpec, hookimpl, map_leaves
 
 from .shared import SignatureCache, check_unmodified, function_edge, function_name
 

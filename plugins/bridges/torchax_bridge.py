@@ -28,9 +28,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.context import CallContext
-from interop_core.declare.predicates import Needs
+from interop_core.plugin import CallContext, ConverterSpec, Needs, hookimpl
 
 from .shared import function_edge
 

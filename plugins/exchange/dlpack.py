@@ -2,10 +2,11 @@
 
 Each row uses the fastest zero-copy call the pair has (measured on this stack):
 ``torch.from_numpy`` beats ``torch.from_dlpack``; TensorFlow consumes only legacy
-capsules; JAX imports only compact, 64-byte aligned buffers and narrows 64-bit dtypes
-without x64. Rows route around unsafe paths: torch never sees negative strides (it
-aborts the interpreter on them through DLPack), and numpy's bfloat16/float8 cross as
-same-size unsigned views.
+capsules; numpy's bfloat16/float8 cross as same-size unsigned views. What each consumer
+imports safely (JAX and TF: compact, 64-byte aligned buffers; JAX: 64-bit dtypes only with
+x64; torch: no negative strides, on which it aborts the interpreter through DLPack) its
+framework declares once (``FrameworkSpec.imports``, ``switches``) and the planner checks
+on every row.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.predicates import OPAQUE_FLAGS, Needs
-from interop_core.declare.specs import c_strides
+from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, c_strides, hookimpl
 
-from ..frameworks.cupy import NOT_CUPY, on_device_of
-from ..frameworks.jax import X64
+from ..frameworks.cupy import on_device_of
 from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
 
 Loader = Callable[[], Callable[[Any], Any]]
@@ -332,14 +330,11 @@ def _jax_from_cupy() -> Any:
 
 # -- the table --------------------------------------------------------------------------
 
-_NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
-_TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
-# TF's import accepts any offset, but its kernels then abort the interpreter
-# ("Check failed: IsAligned()") on buffers not 64-byte aligned: every edge into TF has
-# aligned=True.
-# JAX can import F-contiguous buffers, but the array then keeps a column-major layout
-# that np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
-_JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
+# What each consumer imports without copying is its framework's to say (FrameworkSpec.imports
+# and .switches: TF and JAX only C-contiguous, 64-byte aligned buffers, JAX 64-bit dtypes only
+# with x64, torch no negative strides and no read-only memory, CuPy only its dtypes); the
+# planner checks those on every row. A row says only what is its own: its dtype variants,
+# the flags it takes, its producer's limits.
 _NP_EXPORT_ML = "numpy cannot export bfloat16/float8 through DLPack"
 _NO_ML = "ml_dtypes is not installed, so numpy has no bfloat16/float8 (pip install ml_dtypes)"
 _DENSE_FLAGS = OPAQUE_FLAGS | {"requires_grad"}
@@ -381,22 +376,16 @@ def rows() -> list[ConverterSpec]:
     return [
         # numpy ->
         _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy_safe, 0.5,
-             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
-                   no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
-                   writable=True)),
+             Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant")),
         _row("numpy", "torch", "torch.from_numpy (unsigned view)", _torch_from_numpy_view, 1.5,
-             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG,
-                   only_dtypes=ML, writable=True)),
+             Needs(only_dtypes=ML)),
         _row("numpy", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 0.9,
-             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, no_dtypes=ML,
-                   dtype_reason=_NP_EXPORT_ML, no_readonly=True, aligned=True)),
+             Needs(no_dtypes=ML, dtype_reason=_NP_EXPORT_ML, no_readonly=True)),
         _row("numpy", "tensorflow", "tf from_dlpack(uint16 capsule) + bitcast",
              _tf_from_numpy_bitcast, 3.0,
-             Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                   only_dtypes=frozenset({"bfloat16"}), no_readonly=True, aligned=True)),
+             Needs(only_dtypes=frozenset({"bfloat16"}), no_readonly=True)),
         _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_numpy, 30.0,
-             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, no_dtypes=ML,
-                   dtype_reason=_NP_EXPORT_ML, aligned=True, no_readonly=True, flag=X64)),
+             Needs(no_dtypes=ML, dtype_reason=_NP_EXPORT_ML, no_readonly=True)),
         # torch ->
         *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
                      0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
@@ -404,13 +393,9 @@ def rows() -> list[ConverterSpec]:
         _row("torch", "numpy", "Tensor.view(uint).numpy().view(ml_dtypes)", _tensor_numpy_view,
              2.0, Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS, extra=_ml_dtypes_missing)),
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
-                     lambda: detaching(_tf_from_torch()), 1.2,
-                     Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT,
-                           no_flags=_DENSE_FLAGS, aligned=True)),
+                     lambda: detaching(_tf_from_torch()), 1.2, Needs(no_flags=_DENSE_FLAGS)),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
-                     lambda: detaching(_jax_from_torch()),
-                     36.0, Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT,
-                                 aligned=True, no_flags=_DENSE_FLAGS, flag=X64),
+                     lambda: detaching(_jax_from_torch()), 36.0, Needs(no_flags=_DENSE_FLAGS),
                      devices=("cpu", "cuda")),
         # jax ->
         _row("jax", "numpy", "np.asarray", _np_asarray, 0.7,
@@ -421,7 +406,7 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
-             Needs(no_flags=OPAQUE_FLAGS, aligned=True)),
+             Needs(no_flags=OPAQUE_FLAGS)),
         # tensorflow ->
         _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
              Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
@@ -431,21 +416,15 @@ def rows() -> list[ConverterSpec]:
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
         _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
-             Needs(aligned=True, no_flags=OPAQUE_FLAGS, flag=X64)),
+             Needs(no_flags=OPAQUE_FLAGS)),
         # cupy <-> torch, jax (CUDA only)
-        _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0,
-             Needs(layouts=frozenset({"C", "F", "strided", "broadcast"}), layout_reason=_NEG),
-             devices=gpu),
-        _row("cupy", "jax", "jax.dlpack.from_dlpack", _jax_from_cupy, 30.0,
-             Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, aligned=True, flag=X64),
-             devices=gpu),
+        _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0, Needs(), devices=gpu),
+        _row("cupy", "jax", "jax.dlpack.from_dlpack", _jax_from_cupy, 30.0, Needs(), devices=gpu),
         *_torch_rows("torch", "cupy", "cupy.from_dlpack", _cupy_from_dlpack,
-                     lambda: detaching(_cupy_from_dlpack()), 1.5,
-                     replace(NOT_CUPY, no_flags=_DENSE_FLAGS), devices=gpu),
+                     lambda: detaching(_cupy_from_dlpack()), 1.5, Needs(no_flags=_DENSE_FLAGS),
+                     devices=gpu),
         _row("jax", "cupy", "cupy.from_dlpack", _cupy_from_dlpack, 5.0,
-             replace(NOT_CUPY, no_flags=OPAQUE_FLAGS),
-             note=alias["JAX to CuPy"],
-             devices=gpu),
+             Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX to CuPy"], devices=gpu),
     ]  # fmt: skip
 
 

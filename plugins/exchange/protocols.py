@@ -39,37 +39,33 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from interop_core import (
-    ConverterSpec,
-    Device,
-    FrameworkSpec,
-    InvalidArrayError,
-    NotAnArrayError,
-    TensorInfo,
-    hookimpl,
-)
-from interop_core.declare.errors import VARIANT, Reason
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import (
+from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     DTYPES,
     ITEMSIZE,
+    VARIANT,
+    ConverterSpec,
+    Device,
+    DLPackInfo,
+    FrameworkSpec,
+    InterfaceInfo,
+    InvalidArrayError,
+    Needs,
+    NotAnArrayError,
     PlanKey,
+    Reason,
+    TensorInfo,
     c_strides,
     classify_layout,
-)
-from interop_core.kit.buffers import (
-    DLPackInfo,
-    InterfaceInfo,
     export_capsule,
     has_buffer,
+    hookimpl,
     read_buffer,
     read_capsule,
     read_interface,
 )
 
-from ..frameworks.jax import X64
 from ..frameworks.numpy import ML_DTYPES, aligned_copy
 from ..frameworks.numpy import describe as describe_ndarray
 
@@ -86,10 +82,6 @@ ODD_STRIDES = "odd_unit_strides"
 NO_DELETER = "no_dlpack_deleter"
 
 _ML = frozenset(ML_DTYPES)
-_NOT_NEGATIVE = frozenset({"C", "F", "strided", "broadcast"})
-_NEG = "torch cannot hold negative strides (and aborts the interpreter on them via DLPack)"
-_TF_LAYOUT = "TensorFlow imports only C-contiguous buffers"
-_JAX_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
 
 
 # -- dtypes and layouts ---------------------------------------------------------------------
@@ -787,7 +779,8 @@ _BOTH = frozenset({"cpu", "cuda"})
 def interop_converters() -> list[ConverterSpec]:
     """Each protocol's imports: DLPack into every consumer, the rest through numpy."""
     return [
-        # DLPack: each consumer's own importer, zero-copy.
+        # DLPack: each consumer's own importer, zero-copy (what the consumer imports safely,
+        # its framework declares and the planner checks: FrameworkSpec.imports, switches).
         ConverterSpec(
             name="np.from_dlpack", source="dlpack", target="numpy",
             load=_load_np_from_dlpack, zero_copy=True, cost=1.0,
@@ -802,29 +795,25 @@ def interop_converters() -> list[ConverterSpec]:
         ConverterSpec(
             name="torch.from_dlpack", source="dlpack", target="torch",
             load=_load_torch_from_dlpack, zero_copy=True, cost=2.0, devices=_BOTH,
-            accepts=Needs(layouts=_NOT_NEGATIVE, layout_reason=_NEG, writable=True),
         ),
         ConverterSpec(
             name="jax.dlpack.from_dlpack", source="dlpack", target="jax",
             load=_load_jax_from_dlpack, zero_copy=True, cost=30.0, devices=_BOTH,
             # JAX asks for a legacy capsule, which producers refuse for read-only memory.
-            accepts=Needs(layouts=frozenset({"C"}), layout_reason=_JAX_LAYOUT, aligned=True,
-                          no_readonly=True, flag=X64, extra=_legacy_only("JAX")),
+            accepts=Needs(no_readonly=True, extra=_legacy_only("JAX")),
         ),
         ConverterSpec(
             name="tf from_dlpack(__dlpack__())", source="dlpack", target="tensorflow",
             # CPU only: TF's importer takes a capsule and no stream, so on a GPU it could
             # read before the producer's kernels finish.
             load=_load_tf_from_dlpack, zero_copy=True, cost=3.0,
-            accepts=Needs(layouts=frozenset({"C"}), layout_reason=_TF_LAYOUT, aligned=True,
-                          no_readonly=True, extra=_legacy_only("TensorFlow")),
+            accepts=Needs(no_readonly=True, extra=_legacy_only("TensorFlow")),
         ),
         # __cuda_array_interface__: torch on CUDA.
         ConverterSpec(
             name="torch.as_tensor(device='cuda')", source="cuda_array_interface",
             target="torch", load=_load_torch_from_cai, zero_copy=True, cost=5.0,
             devices=frozenset({"cuda"}),
-            accepts=Needs(layouts=_NOT_NEGATIVE, layout_reason=_NEG, writable=True),
         ),
         # __array_interface__, the buffer protocol and __array__: through numpy.
         *_numpy_rows(

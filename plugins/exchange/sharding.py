@@ -16,12 +16,10 @@ Declarations only: the functions live in :mod:`.shards`, which imports the frame
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from interop_core import ConverterSpec, hookimpl
-from interop_core.declare.predicates import OPAQUE_FLAGS, Needs
-
-from ..frameworks.jax import X64
+from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, hookimpl
 
 #: Opaque flags other than those of sharded arrays (a tracer, a sparse tensor, ...), and grad.
 _OTHER_OPAQUE = (OPAQUE_FLAGS - {"sharded", "multiprocess"}) | {"requires_grad"}
@@ -34,17 +32,57 @@ _REPLICATED = frozenset({"sharded", "replicated"})
 _LAID_OUT = frozenset({"sharded", "laid_out"})
 
 
+# The functions live in .shards; each loader imports it when a route first needs its edge
+# (never when this plugin is imported), and names its function, so a rename fails mypy.
+
+
+def _load_replica() -> Callable[..., Any]:
+    from .shards import jax_replica
+
+    return jax_replica
+
+
+def _load_gather() -> Callable[..., Any]:
+    from .shards import jax_gather
+
+    return jax_gather
+
+
+def _load_local() -> Callable[..., Any]:
+    from .shards import dtensor_local
+
+    return dtensor_local
+
+
+def _load_full() -> Callable[..., Any]:
+    from .shards import dtensor_full
+
+    return dtensor_full
+
+
+def _load_lay_out() -> Callable[..., Any]:
+    from .shards import jax_lay_out
+
+    return jax_lay_out
+
+
+def _load_to_dtensor() -> Callable[..., Any]:
+    from .shards import jax_to_dtensor
+
+    return jax_to_dtensor
+
+
+def _load_from_dtensor() -> Callable[..., Any]:
+    from .shards import dtensor_to_jax
+
+    return dtensor_to_jax
+
+
 def _edge(
-    name: str, source: str, target: str, func: str, zero_copy: bool,
-    accepts: Needs, note: str, **more: Any,
+    name: str, source: str, target: str, load: Callable[[], Callable[..., Any]],
+    zero_copy: bool, accepts: Needs, note: str, **more: Any,
 ) -> ConverterSpec:  # fmt: skip
-    """An edge of these arrays on the CPU and CUDA, loading ``shards.<func>``."""
-
-    def load() -> Any:
-        from . import shards
-
-        return getattr(shards, func)
-
+    """An edge of these arrays on the CPU and CUDA."""
     return ConverterSpec(
         name=name, source=source, target=target, load=load, zero_copy=zero_copy,
         accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, **more,
@@ -55,48 +93,51 @@ def _edge(
 def interop_converters() -> list[ConverterSpec]:
     """Gathers and replicas in jax and torch; jax.Array <-> DTensor shard by shard."""
     return [
-        _edge("one replica", "jax", "jax", "jax_replica", True,
+        _edge("one replica", "jax", "jax", _load_replica, True,
               Needs(flags=_REPLICATED, no_flags=_OTHER_OPAQUE),
               "the array is replicated: this process's first replica is shared, nothing is "
               "gathered"),
-        _edge("gather shards", "jax", "jax", "jax_gather", False,
+        _edge("gather shards", "jax", "jax", _load_gather, False,
               Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"multiprocess"}),
               "the shards are gathered once, into one buffer on the first shard's device",
               cost=5.0),
-        _edge("DTensor.to_local()", "torch", "torch", "dtensor_local", True,
+        _edge("DTensor.to_local()", "torch", "torch", _load_local, True,
               Needs(flags=_REPLICATED, no_flags=_OTHER_OPAQUE),
               "the DTensor is replicated: this rank's local tensor is the whole array"),
         # A collective: dearer than any route that stays shard by shard.
         # It takes sharding= only to refuse it where a layout cannot be kept (Partial).
-        _edge("DTensor.full_tensor()", "torch", "torch", "dtensor_full", False,
+        _edge("DTensor.full_tensor()", "torch", "torch", _load_full, False,
               Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE),
               "DTensor.full_tensor() is a collective: every rank of the mesh must make the "
               "same to() call, and each gets the whole array",
               cost=50.0, options=("sharding",), context=True),
         *(
-            _edge("jax.device_put(sharding=)", source, "jax", "jax_lay_out", False, accepts,
+            _edge("jax.device_put(sharding=)", source, "jax", _load_lay_out, False, accepts,
                   "sharding=: the array is laid out by jax.device_put(x, sharding), each "
                   "shard copied onto its devices",
                   cost=5.0, options=("sharding",), context=True, opt_in="sharding",
                   adds_flags=_LAID_OUT)
-            # From numpy in one copy (and so from anything numpy views); X64: device_put
-            # narrows 64-bit numpy arrays silently.
+            # From numpy in one copy (and so from anything numpy views); JAX's x64 switch,
+            # which the planner applies, keeps device_put from narrowing 64-bit arrays.
             for source, accepts in (
                 ("jax", Needs(no_flags=_OTHER_OPAQUE | {"multiprocess"})),
-                ("numpy", Needs(flag=X64)),
+                ("numpy", Needs()),
             )
         ),
-        _edge("jax shards as a DTensor", "jax", "torch", "jax_to_dtensor", True,
+        _edge("jax shards as a DTensor", "jax", "torch", _load_to_dtensor, True,
               Needs(no_flags=_OTHER_OPAQUE),
               "per shard: the shard at this rank's mesh coordinate -> torch.from_dlpack "
               "(zero-copy) -> DTensor.from_local(placements from the PartitionSpec); no data "
               "moves between processes",
               options=("mesh",), context=True, opt_in="mesh", adds_flags=_SHARDED),
-        _edge("DTensor shards as a jax.Array", "torch", "jax", "dtensor_to_jax", True,
-              Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"partial"}, flag=X64),
+        _edge("DTensor shards as a jax.Array", "torch", "jax", _load_from_dtensor, True,
+              Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"partial"}),
               "per shard: each of this process's devices gets its block of the rank's local "
               "tensor (zero-copy when the block is contiguous and 64-byte aligned) -> "
               "jax.make_array_from_single_device_arrays; sharding= defaults to the DTensor's "
               "mesh and placements",
-              options=("sharding",), context=True, adds_flags=_LAID_OUT),
+              options=("sharding",), context=True, adds_flags=_LAID_OUT,
+              # It hands JAX each block, not the DTensor, and copies the blocks JAX cannot
+              # import (not contiguous or not 64-byte aligned): JAX's rules are its own.
+              imports_checked=True),
     ]  # fmt: skip

@@ -14,9 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from interop_core import ConversionError, OptionError
-from interop_core.declare.context import CallContext
-from interop_core.declare.specs import c_strides
+from interop_core.plugin import CallContext, ConversionError, OptionError, c_strides
 
 from ..frameworks.jax import as_device
 from ..frameworks.numpy import aligned_empty

@@ -11,9 +11,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import ALIGNMENT, DTYPES, MOVE_COST, classify_layout
+from interop_core.plugin import (
+    ALIGNMENT,
+    DTYPES,
+    MOVE_COST,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    Needs,
+    TensorInfo,
+    classify_layout,
+    hookimpl,
+)
 
 #: The canonical dtypes CuPy has (no bfloat16 or float8).
 CUPY_DTYPES = frozenset(
@@ -25,6 +34,9 @@ NOT_CUPY = Needs(
     no_dtypes=frozenset(DTYPES) - CUPY_DTYPES,
     dtype_reason="CuPy has no bfloat16 or float8 dtypes",
 )
+#: What CuPy imports without copying (the spec's ``imports``, checked by the planner on every
+#: zero-copy edge into CuPy): any layout, but only the dtypes it has.
+IMPORTS = replace(NOT_CUPY, no_flags=frozenset())
 INSTALL_HINT = "pip install 'interop-core[cupy-cuda12x]' (or [cupy-cuda13x] for CUDA 13)"
 
 
@@ -70,8 +82,9 @@ def example(data: Any, dtype: str) -> Any:
     return cupy.asarray(data, dtype=dtype)
 
 
-def parse_device(device: Any) -> Device | None:
-    """A ``cupy.cuda.Device`` as a Device."""
+@hookimpl(trylast=True)
+def interop_parse_device(device: Any) -> Device | None:
+    """A ``cupy.cuda.Device`` as a Device (None for anything else)."""
     if type(device).__name__ == "Device" and type(device).__module__.startswith("cupy"):
         return Device("cuda", int(device.id))
     return None
@@ -159,6 +172,16 @@ def _load_to_host() -> Any:
     return to_host
 
 
+def read_dtype(value: Any) -> str | None:
+    """A name written "cp.int32" (CuPy's dtypes are numpy's, which the numpy plugin reads);
+    None for anything else."""
+    if isinstance(value, str):
+        for prefix in ("cp.", "cupy."):
+            if value.startswith(prefix):
+                return value.removeprefix(prefix)
+    return None
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """CuPy: cupy.ndarray, on CUDA devices only."""
@@ -178,9 +201,10 @@ def interop_frameworks() -> list[FrameworkSpec]:
             install_hint=INSTALL_HINT,
             devices=_devices,
             device_kinds=("cuda",),
-            parse_device=parse_device,
             constructor="cupy.asarray",
             astype=astype,
+            imports=IMPORTS,
+            read_dtype=read_dtype,
         )
     ]
 

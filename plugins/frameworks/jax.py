@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
-from interop_core.declare.predicates import GlobalFlag, Needs
-from interop_core.declare.specs import DTYPES, MOVE_COST
+from interop_core.plugin import (
+    DTYPES,
+    MOVE_COST,
+    ConverterSpec,
+    Device,
+    Flag,
+    FrameworkSpec,
+    GlobalFlag,
+    Kind,
+    KindSpec,
+    Needs,
+    TensorInfo,
+    hookimpl,
+)
+
+from ..kinds.callables import FUNCTIONS
 
 
 def x64_enabled() -> bool:
@@ -16,8 +29,9 @@ def x64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
-#: Every importer into JAX needs this flag for 64-bit dtypes; routes of other dtypes never
-#: read it (the plan cache keys only 64-bit requests by it).
+#: Every importer into JAX needs this flag for 64-bit dtypes (the spec's ``switches``: the
+#: planner applies it to every array edge into JAX); routes of other dtypes never read it
+#: (the plan cache keys only 64-bit requests by it).
 X64 = GlobalFlag(
     name="jax_enable_x64",
     read=x64_enabled,
@@ -39,8 +53,9 @@ def as_device(d: Any) -> Device:
     return Device(kind, int(index if index is not None else d.id))
 
 
-def parse_device(device: Any) -> Device | None:
-    """A JAX device object (``jax.devices()[i]``) as a Device."""
+@hookimpl(trylast=True)
+def interop_parse_device(device: Any) -> Device | None:
+    """A JAX device object (``jax.devices()[i]``) as a Device (None for anything else)."""
     platform = getattr(device, "platform", None)
     if isinstance(platform, str) and type(device).__module__.startswith("jax"):
         return as_device(device)
@@ -212,15 +227,52 @@ _PLAIN = Needs(no_flags=frozenset({"sharded", "tracer"}))
 #: (a 64-bit one only while x64 is on: device_put would narrow it).
 _HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer"}), flag=X64)
 
-#: What jax.device_put shares rather than copies: a C-contiguous, 64-byte aligned numpy
-#: buffer. Read-only memory stays out, as on the DLPack edge (rule 8): the JAX array would
-#: reach torch later as a writable alias of memory its owner protects.
-_NUMPY_SHARED = Needs(
-    layouts=frozenset({"C"}),
-    layout_reason="jax.device_put shares only C-contiguous buffers",
-    aligned=True,
-    flag=X64,
-    extra=lambda key: "the buffer is read-only" if key.readonly else None,
+#: What jax.device_put shares rather than copies: what JAX imports (IMPORTS, which the
+#: planner checks). Read-only memory stays out, as on the DLPack edge (rule 8): the JAX
+#: array would reach torch later as a writable alias of memory its owner protects.
+_NUMPY_SHARED = Needs(extra=lambda key: "the buffer is read-only" if key.readonly else None)
+
+#: JAX can import F-contiguous buffers, but the array then keeps a column-major layout that
+#: np.asarray silently copies and TensorFlow rejects: only C crosses into JAX.
+_LAYOUT = "JAX shares only C-contiguous buffers here (an F-order JAX array copies on export)"
+
+#: What JAX imports without copying (the spec's ``imports``, checked by the planner on every
+#: zero-copy edge into JAX): C-contiguous, 64-byte aligned buffers. JAX copies others itself,
+#: on a worker thread, which can deadlock against a caller holding the GIL.
+IMPORTS = Needs(layouts=frozenset({"C"}), layout_reason=_LAYOUT, aligned=True, no_flags=frozenset())
+
+
+def read_dtype(value: Any) -> str | None:
+    """The canonical name of a JAX scalar type (jnp.int32, which holds a numpy dtype), or of
+    a name written "jnp.int32"; None for anything else. Imports nothing."""
+    if isinstance(value, str):
+        for prefix in ("jnp.", "jax.numpy."):
+            if value.startswith(prefix):
+                return value.removeprefix(prefix)
+        return None
+    if type(value).__module__.partition(".")[0] in ("jax", "jaxlib"):
+        inner = getattr(value, "dtype", None)
+        name = getattr(inner, "name", None) if inner is not value else None
+        return name if isinstance(name, str) else None
+    return None
+
+
+#: The flags a jax.Array or a jax function may carry (``describe``; "host_callback" from
+#: the pure_callback bridge of torch functions) and what a refusal over one tells the user.
+_FLAGS = (
+    Flag("tracer", "a traced JAX value has no buffer (convert outside jit/grad/vmap)"),
+    Flag("sharded", "the array is sharded over several devices (gather it onto one device first)"),
+    Flag(
+        "multiprocess",
+        "the array spans several processes, so no one process can gather it (pass mesh= for "
+        "a DTensor, or gather it in every process with "
+        "jax.experimental.multihost_utils.process_allgather)",
+    ),
+    Flag(
+        "host_callback",
+        "the function calls back into Python on the host (a torch function bridged to JAX "
+        "through jax.pure_callback), which cannot be exported or serialized",
+    ),
 )
 
 
@@ -241,9 +293,12 @@ def interop_frameworks() -> list[FrameworkSpec]:
             install_hint="pip install 'interop-core[jax]'",
             devices=_devices,
             device_kinds=("cpu", "cuda"),
-            parse_device=parse_device,
             constructor="jax.numpy.asarray",
             astype=astype,
+            flags=_FLAGS,
+            read_dtype=read_dtype,
+            imports=IMPORTS,
+            switches=(X64,),
         )
     ]
 
@@ -320,14 +375,15 @@ def _is_jax_function(f: Any) -> bool:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
+def interop_kinds() -> list[Kind | KindSpec]:
     """JAX functions that say they are JAX's: jax.jit-wrapped ones (and custom_vjp/jvp)."""
     return [
+        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="jax",
             types=("jaxlib._jax.PjitFunction",),
             claims=_is_jax_function,
             description="a jax.jit-wrapped function",
-        )
+        ),
     ]

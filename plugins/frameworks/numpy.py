@@ -6,9 +6,19 @@ import ctypes
 import importlib.util
 from typing import Any
 
-from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import ALIGNMENT, CPU, DTYPES, classify_layout
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    DTYPES,
+    ConverterSpec,
+    Flag,
+    FrameworkSpec,
+    Needs,
+    OrdinaryArrays,
+    TensorInfo,
+    classify_layout,
+    hookimpl,
+)
 
 # ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
 _C, _F, _WRITEABLE = 0x1, 0x2, 0x400
@@ -188,6 +198,70 @@ def scalar_to_array(x: Any) -> Any:
     return out
 
 
+def read_dtype(value: Any) -> str | None:
+    """The canonical name of a numpy dtype or scalar type (np.int32, ml_dtypes' bfloat16),
+    or of a name written "np.int32"; None for anything else. Imports nothing."""
+    if isinstance(value, str):
+        for prefix in ("np.", "numpy."):
+            if value.startswith(prefix):
+                return value.removeprefix(prefix)
+        return None
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None
+    if isinstance(value, np.dtype):
+        return str(value.name) if value.isnative else f"{value.name} (non-native)"
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return str(np.dtype(value).name)
+    return None
+
+
+def example_view(x: Any, layout: str, shape: tuple[int, ...]) -> Any:
+    """numpy's broadcast view (numpy < 2 has no Array API namespace) and read-only arrays."""
+    import numpy as np
+
+    if layout == "broadcast":
+        return np.broadcast_to(x, shape)
+    if layout == "readonly":
+        x.flags.writeable = False
+        return x
+    return None
+
+
+def ordinary_arrays(sizes: tuple[int, ...]) -> list[Any]:
+    """``np.ones`` and ``np.random`` float32 arrays of each size in bytes: numpy's own
+    allocations, as user code makes them (mostly not 64-byte aligned)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = []
+    for nbytes in sizes:
+        n = nbytes // 4
+        arrays += [np.ones(n, np.float32), rng.random(n, dtype=np.float32)]
+    return arrays
+
+
+#: numpy's allocator gives no 64-byte alignment (JAX and TensorFlow share only aligned
+#: buffers), so what users get from numpy differs from what the aligned example shows.
+_ORDINARY = OrdinaryArrays(
+    label="numpy",
+    what=(
+        "np.ones and np.random.default_rng().random float32 arrays of {sizes}, as user "
+        "code makes them"
+    ),
+    build=ordinary_arrays,
+    note=(
+        "copy (alignment): numpy's allocations are mostly not 64-byte aligned{seen}, so the "
+        "arrays your code makes (np.ones, np.random, np.load...){also} are copied once into "
+        "{targets}. To share memory, use 64-byte aligned buffers: copy once with "
+        'to(a, "numpy", copy=True) and keep that array, or take memory torch allocated '
+        "(torch.empty(n).numpy()); explain() tells for a given array."
+    ),
+)
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """NumPy: ndarray on the CPU; bfloat16/float8 with ml_dtypes installed."""
@@ -208,6 +282,15 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu",),
             constructor="numpy.asarray",
             astype=astype,
+            flags=(
+                Flag(
+                    "masked",
+                    "a masked array would lose its mask (convert .data and .mask separately)",
+                ),
+            ),
+            read_dtype=read_dtype,
+            example_view=example_view,
+            ordinary=(_ORDINARY,),
         ),
         FrameworkSpec(
             name="numpy.generic",

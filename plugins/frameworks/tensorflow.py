@@ -4,13 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import ConverterSpec, Device, FrameworkSpec, KindSpec, TensorInfo, hookimpl
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import DTYPES
-from interop_core.kit.buffers import capsule_address
+from interop_core.plugin import (
+    DTYPES,
+    ConverterSpec,
+    Device,
+    Flag,
+    FrameworkSpec,
+    Kind,
+    KindSpec,
+    Needs,
+    TensorInfo,
+    capsule_address,
+    hookimpl,
+)
+
+from ..kinds.callables import FUNCTIONS
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
+
+#: What TensorFlow imports without copying (the spec's ``imports``, checked by the planner
+#: on every zero-copy edge into TF): C-contiguous, 64-byte aligned buffers. TF's import takes
+#: any offset, but its kernels then abort the interpreter ("Check failed: IsAligned()").
+IMPORTS = Needs(
+    layouts=frozenset({"C"}),
+    layout_reason="TensorFlow imports only C-contiguous buffers",
+    aligned=True,
+    no_flags=frozenset(),
+)
 
 
 def device_of(name: str) -> Device:
@@ -20,8 +41,10 @@ def device_of(name: str) -> Device:
     return Device("cuda" if kind == "gpu" else kind or "cpu", int(index or 0))
 
 
-def parse_device(device: Any) -> Device | None:
-    """A TensorFlow device string ("/device:GPU:1", "/job:localhost/.../device:CPU:0")."""
+@hookimpl(trylast=True)
+def interop_parse_device(device: Any) -> Device | None:
+    """A TensorFlow device string ("/device:GPU:1", "/job:localhost/.../device:CPU:0") as
+    a Device (None for anything else)."""
     if isinstance(device, str) and "device:" in device.lower():
         kind, _, index = device.lower().rpartition("device:")[2].partition(":")
         if kind and (not index or index.isdigit()):
@@ -126,6 +149,19 @@ def _load_copy() -> Any:
     return copy
 
 
+def read_dtype(value: Any) -> str | None:
+    """The canonical name of a tf.DType (tf.int32), or of a name written "tf.int32"; None
+    for anything else. Imports nothing."""
+    if isinstance(value, str):
+        for prefix in ("tf.", "tensorflow."):
+            if value.startswith(prefix):
+                return value.removeprefix(prefix)
+        return None
+    if type(value).__module__.startswith("tensorflow") and hasattr(value, "as_numpy_dtype"):
+        return str(value.name)
+    return None
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """TensorFlow: eager tf.Tensor (symbolic tensors inside tf.function are refused)."""
@@ -143,9 +179,16 @@ def interop_frameworks() -> list[FrameworkSpec]:
             install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
             devices=_devices,
             device_kinds=("cpu", "cuda"),
-            parse_device=parse_device,
             constructor="tensorflow.constant",
             astype=astype,
+            imports=IMPORTS,
+            flags=(
+                Flag(
+                    "symbolic",
+                    "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
+                ),
+            ),
+            read_dtype=read_dtype,
         ),
         FrameworkSpec(
             name="tensorflow.Variable",
@@ -187,9 +230,10 @@ def interop_converters() -> list[ConverterSpec]:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
+def interop_kinds() -> list[Kind | KindSpec]:
     """tf.function objects, restored SavedModel functions included, and concrete functions."""
     return [
+        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="tensorflow",
@@ -198,5 +242,5 @@ def interop_kinds() -> list[KindSpec]:
                 "tensorflow.python.types.core.ConcreteFunction",
             ),
             description="a tf.function",
-        )
+        ),
     ]

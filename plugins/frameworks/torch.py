@@ -4,17 +4,37 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import (
+from interop_core.plugin import (
+    ALIGNMENT,
+    DTYPES,
+    MOVE_COST,
     ConverterSpec,
     Device,
+    Flag,
     FrameworkSpec,
+    Kind,
     KindSpec,
+    Needs,
     NotAnArrayError,
+    OrdinaryArrays,
     TensorInfo,
+    classify_layout,
     hookimpl,
 )
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import ALIGNMENT, DTYPES, MOVE_COST, classify_layout
+
+from ..kinds.callables import FUNCTIONS
+
+#: What torch imports without copying (the spec's ``imports``, checked by the planner on
+#: every zero-copy edge into torch): no negative strides, which torch cannot hold (it aborts
+#: the interpreter on them through DLPack), and no read-only memory: torch cannot mark a
+#: result read-only, so writes through it would reach memory its owner protects (rule 8).
+IMPORTS = Needs(
+    layouts=frozenset({"C", "F", "strided", "broadcast"}),
+    layout_reason="torch cannot hold negative strides (and aborts the interpreter on them via "
+    "DLPack)",
+    writable=True,
+    no_flags=frozenset(),
+)
 
 #: Quantized dtypes are described by their storage dtype; the "quantized" flag refuses them.
 _QUANTIZED_STORAGE = {"qint8": "int8", "quint8": "uint8", "qint32": "int32", "quint4x2": "uint8"}
@@ -173,8 +193,9 @@ def example(data: Any, dtype: str) -> Any:
     return torch.tensor(data, dtype=torch_dtype(dtype))
 
 
-def parse_device(device: Any) -> Device | None:
-    """A torch.device as a Device."""
+@hookimpl(trylast=True)
+def interop_parse_device(device: Any) -> Device | None:
+    """A torch.device as a Device (None for anything else)."""
     if type(device).__module__ == "torch" and type(device).__name__ == "device":
         return Device(device.type, device.index or 0)
     return None
@@ -241,6 +262,65 @@ def _load_to_cpu() -> Any:
     return to_cpu
 
 
+def read_dtype(value: Any) -> str | None:
+    """The canonical name of a torch dtype, or of a name written "torch.int32"; None for
+    anything else. Imports nothing."""
+    if isinstance(value, str):
+        return value.removeprefix("torch.") if value.startswith("torch.") else None
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value).removeprefix("torch.")
+    return None
+
+
+def example_view(x: Any, layout: str, shape: tuple[int, ...]) -> Any:
+    """A broadcast view: ``expand`` (tensors have no Array API namespace)."""
+    return x.expand(*shape) if layout == "broadcast" else None
+
+
+def _from_numpy_arrays(sizes: tuple[int, ...]) -> list[Any]:
+    """``torch.from_numpy`` over numpy's own allocations (the numpy plugin's ordinary arrays)."""
+    import torch
+
+    from .numpy import ordinary_arrays
+
+    return [torch.from_numpy(a) for a in ordinary_arrays(sizes)]
+
+
+#: Tensors over numpy's allocations share their (mostly unaligned) memory.
+_ORDINARY = OrdinaryArrays(
+    "torch.from_numpy",
+    "torch tensors made by torch.from_numpy over such numpy arrays",
+    _from_numpy_arrays,
+    needs=("numpy",),
+)
+
+
+#: The flags a tensor may carry (``describe``, ``dtensor_flags``) and what a refusal over
+#: one tells the user to do.
+_FLAGS = (
+    Flag("conj", "the tensor has its conjugate bit set (call .resolve_conj())"),
+    Flag("neg", "the tensor has its negative bit set (call .resolve_neg())"),
+    Flag("sparse", "sparse tensors have no dense buffer to share (call .to_dense() first)"),
+    Flag("quantized", "quantized tensors have no plain buffer (call .dequantize() first)"),
+    Flag("requires_grad", "the tensor requires grad"),
+    Flag(
+        "sharded",
+        "the DTensor is sharded over several devices (gather it onto one device first, "
+        "e.g. with .full_tensor())",
+    ),
+    Flag(
+        "partial",
+        "the DTensor holds unreduced partial values (a Partial placement); reduce them first "
+        "with dtensor.redistribute(placements=[Replicate()] * mesh.ndim)",
+    ),
+    Flag(
+        "multiprocess",
+        "the DTensor spans several processes, so no one process can gather it alone (call "
+        ".full_tensor() in every process: it is a collective)",
+    ),
+)
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """PyTorch: torch.Tensor on CPU or CUDA."""
@@ -259,9 +339,13 @@ def interop_frameworks() -> list[FrameworkSpec]:
             install_hint="pip install 'interop-core[torch]'",
             devices=_devices,
             device_kinds=("cpu", "cuda"),
-            parse_device=parse_device,
             constructor="torch.asarray",
             astype=astype,
+            imports=IMPORTS,
+            flags=_FLAGS,
+            read_dtype=read_dtype,
+            example_view=example_view,
+            ordinary=(_ORDINARY,),
         )
     ]
 
@@ -312,13 +396,14 @@ def interop_converters() -> list[ConverterSpec]:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
+def interop_kinds() -> list[Kind | KindSpec]:
     """torch.nn.Module: a function of its inputs, its parameters carried along."""
     return [
+        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="torch",
             types=("torch.nn.Module",),
             description="a torch.nn.Module",
-        )
+        ),
     ]

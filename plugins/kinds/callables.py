@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from interop_core import KindSpec, hookimpl
+from interop_core.plugin import FUNCTION, Kind, KindSpec, hookimpl
+
+#: The function kind: converted once, used many times (no warm path); ``copy=`` is refused
+#: (a function is wrapped); bound to no device unless ``device=`` asks. Declared by every
+#: plugin that declares functions of its framework.
+FUNCTIONS = Kind(
+    FUNCTION, label="bridge", usage="to(f, target, source=...); explain() has the caveats"
+)
 
 
 def _plain_callable(obj: Any) -> bool:
@@ -17,13 +24,15 @@ def _plain_callable(obj: Any) -> bool:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
-    """Any other callable, framework unknown until the user names it."""
+def interop_kinds() -> list[Kind | KindSpec]:
+    """The function kind, and any other callable, framework unknown until the user names
+    it."""
     return [
+        FUNCTIONS,
         KindSpec(
-            kind="function",
+            kind=FUNCTION,
             framework="",
             claims=_plain_callable,
             description="a Python function",
-        )
+        ),
     ]

@@ -9,8 +9,9 @@ converting each batch. ``sharding=`` builds one pipeline per shard and assembles
 through as options of ``to()``; ``output_map`` is checked against the pipeline's outputs,
 and without ``reader_name=`` or ``size=`` the pipeline's only reader ends each epoch (with
 no reader or several the iterator never ends an epoch: ``to()`` warns, ``len()`` raises).
-The iterators themselves live in ``dali_iterators``, which imports DALI: this module
-imports no framework.
+The iterators themselves live in ``dali_iterators``, which imports DALI; what both modules
+use (DALI's errors as messages that say what to do) lives in ``dali_shared``, so neither
+imports the other at module level. This module imports no framework.
 """
 
 from __future__ import annotations
@@ -18,22 +19,23 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
-from interop_core import (
+from interop_core.plugin import (
+    ITERATOR,
+    PIPELINE,
     CallContext,
     ConversionError,
     ConverterSpec,
     Device,
     FrameworkSpec,
-    InteropError,
+    Kind,
     KindSpec,
     OptionError,
     hookimpl,
 )
-from interop_core.declare.specs import ITERATOR, PIPELINE
+
+from .dali_shared import cuda_devices, dali_errors
 
 INSTALL_HINT = "pip install nvidia-dali-cuda120 (nvidia-dali-cuda130 for CUDA 13)"
 
@@ -50,9 +52,6 @@ BUILD_OPTIONS = (
 )  # fmt: skip
 #: ``dtype=`` casts the arrays of each batch (a Cast: to() reads it): before JAX sees them.
 OPTIONS = ITERATOR_OPTIONS + BUILD_OPTIONS + ("dtype",)
-
-#: DALI's message for a batch whose samples differ in shape.
-RAGGED = "representable as a tensor"
 
 
 def _is_pipeline_def(obj: Any) -> bool:
@@ -196,30 +195,17 @@ def epoch_options(pipes: list[Any], options: dict[str, Any]) -> dict[str, Any]:
     return options
 
 
-def endless(it: Any) -> bool:
-    """Whether DALI iterator ``it`` has no epoch size (no reader, size=-1)."""
-    return it._size < 0 and not it._reader_name  # type: ignore[no-any-return]
-
-
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside interop_core and its plugins (the
     user's ``to()`` call), so a warning points at the user's code."""
-    here = (os.path.dirname(__file__), os.path.dirname(os.path.dirname(__file__)))
-    core = os.path.join(here[1], "interop_core")
+    # The package folders (interop_plugins: this file's grandparent), so a regrouping of the
+    # tree cannot point the warning into the core's own frames.
+    plugins = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    core = os.path.dirname(os.path.abspath(sys.modules["interop_core"].__file__ or "")) + os.sep
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith((here[0], core)):
+    while frame is not None and frame.f_code.co_filename.startswith((plugins, core)):
         frame, level = frame.f_back, level + 1  # type: ignore[assignment]
     return level
-
-
-def cuda_devices() -> int:
-    """How many CUDA devices DALI sees (0 without a driver)."""
-    from nvidia.dali import backend
-
-    try:
-        return int(backend.GetCUDADeviceCount())  # type: ignore[attr-defined]
-    except Exception:
-        return 0
 
 
 def device_id(device: Device | None) -> int | None:
@@ -294,50 +280,6 @@ def prepared(obj: Any, ctx: CallContext, partial_ok: bool = True) -> tuple[list[
     with dali_errors(obj):
         check_outputs(pipes, options["output_map"])
         return pipes, epoch_options(pipes, options)
-
-
-@contextmanager
-def dali_errors(obj: Any) -> Iterator[None]:
-    """DALI's errors building or running ``obj`` (a pipeline), as :func:`dali_error` says;
-    the library's own errors pass as they are."""
-    try:
-        yield
-    except InteropError:
-        raise
-    except (RuntimeError, ValueError, TypeError, AssertionError) as exc:
-        raise dali_error(exc, obj) from exc
-
-
-def dali_error(exc: Exception, obj: Any) -> ConversionError:
-    """DALI's error ``exc`` as a ConversionError that says what to do: a pipeline that needs
-    a GPU that is not there; a batch of differently shaped samples; a missing batch size;
-    a ``@pipeline_def`` that cannot be sharded."""
-    text = str(exc)
-    # A @pipeline_def has a name; a built Pipeline does not.
-    name = (
-        f"DALI pipeline {obj.__qualname__!r}" if hasattr(obj, "__qualname__") else "DALI pipeline"
-    )
-    if RAGGED in text:
-        return ConversionError(
-            f"{name} produced a batch whose samples differ in shape, which no framework's "
-            "array can hold. Give the samples one shape in the pipeline (fn.resize, "
-            "fn.crop, fn.pad) before its outputs."
-        )
-    if "CUDA" in text or "GPU" in text:
-        return ConversionError(
-            f"{name} needs a GPU, and DALI sees {cuda_devices()} CUDA device(s) here. On a "
-            "machine without one, use CPU operators only (device='cpu', no .gpu(), no "
-            "device='mixed'), built with device_id=None (what to() chooses then). DALI "
-            f"said: {text.splitlines()[0]}"
-        )
-    if "batch size must be set" in text:
-        return ConversionError(f"{name} has no batch size: pass batch_size= to to().")
-    if "shard_id" in text or "num_shards" in text:
-        return ConversionError(
-            f"{name} cannot be sharded: sharding= calls it with shard_id= and num_shards=; "
-            f"give it those parameters and pass them to its reader. DALI said: {text}"
-        )
-    return ConversionError(f"{name} failed: {type(exc).__name__}: {text}")
 
 
 # -- the converters ----------------------------------------------------------------------
@@ -441,20 +383,24 @@ def interop_frameworks() -> list[FrameworkSpec]:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
-    """Built pipelines and ``@pipeline_def`` functions; both become iterators."""
+def interop_kinds() -> list[Kind | KindSpec]:
+    """The pipeline kind (a pipeline becomes an iterator of the target's batches), built
+    pipelines and ``@pipeline_def`` functions."""
     return [
+        Kind(
+            PIPELINE, becomes=ITERATOR, usage="to(pipe, target, output_map=[...]) -> an iterator"
+        ),
         KindSpec(
             kind=PIPELINE, framework="dali", types=("nvidia.dali.pipeline.Pipeline",),
-            description="a DALI pipeline", becomes=ITERATOR,
+            description="a DALI pipeline",
         ),
         KindSpec(
             kind=PIPELINE, framework="dali", claims=_is_pipeline_def,
-            description="a DALI @pipeline_def function", becomes=ITERATOR,
+            description="a DALI @pipeline_def function",
         ),
         KindSpec(
             kind=PIPELINE, framework="dali", claims=_is_pipeline_list,
-            description="a list of DALI pipelines (one per GPU or shard)", becomes=ITERATOR,
+            description="a list of DALI pipelines (one per GPU or shard)",
         ),
     ]  # fmt: skip
 

@@ -10,13 +10,17 @@ from typing import Any
 import numpy as np
 from nvidia.dali.plugin.base_iterator import LastBatchPolicy, _DaliBaseIterator
 
-from interop_core import OptionError
-from interop_core.engine.casting import Cast
+from interop_core.plugin import Cast, OptionError
 
 from ..frameworks.jax import X64
 from ..frameworks.numpy import aligned_copy, dtype_name
 from ..frameworks.numpy import astype as numpy_astype
-from .dali import dali_error, endless
+from .dali_shared import dali_error
+
+
+def endless(it: Any) -> bool:
+    """Whether DALI iterator ``it`` has no epoch size (no reader, size=-1)."""
+    return it._size < 0 and not it._reader_name  # type: ignore[no-any-return]
 
 
 def no_length() -> OptionError:

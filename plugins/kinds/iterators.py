@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from interop_core import ANY, CallContext, ConverterSpec, KindSpec, hookimpl
-from interop_core.declare.specs import ITERATOR
+from interop_core.plugin import ANY, ITERATOR, CallContext, ConverterSpec, Kind, KindSpec, hookimpl
 
 #: Iterables that start a new pass (an epoch) each time they are iterated; any other
 #: object must be an iterator (``iter(obj)`` makes one of any iterable).
@@ -78,17 +77,18 @@ def _is_iterator(obj: Any) -> bool:
 
 
 @hookimpl
-def interop_kinds() -> list[KindSpec]:
-    """Iterators and restartable loaders, whatever framework their batches belong to."""
+def interop_kinds() -> list[Kind | KindSpec]:
+    """The iterator kind (``copy=`` applies to each batch), and iterators and restartable
+    loaders, whatever framework their batches belong to."""
     return [
+        Kind(ITERATOR, copy="items"),
         KindSpec(
             kind=ITERATOR,
             framework=ANY,
             types=RESTARTABLE,
             claims=_is_iterator,
             description="an iterator of batches",
-            takes_copy=True,
-        )
+        ),
     ]
 
 

@@ -23,9 +23,16 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
-from interop_core.declare.predicates import Needs
-from interop_core.declare.specs import ALIGNMENT, CPU, DTYPES
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    DTYPES,
+    ConverterSpec,
+    FrameworkSpec,
+    Needs,
+    TensorInfo,
+    hookimpl,
+)
 
 __all__ = ["PyArray", "interop_converters", "interop_frameworks"]
 

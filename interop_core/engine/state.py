@@ -1,0 +1,440 @@
+"""The engine: one consistent build of the registry, and the calls that run on it.
+
+A :class:`State` holds what the plugins declared (validated), the route graph, the
+detector and the plan cache. ``to()``, ``explain()``, ``resolve()`` and ``parse_device()``
+are its methods: a call reads the registry's current state once and runs on that snapshot
+to the end, so a plugin registered meanwhile never reaches a call in flight. The public
+functions in :mod:`interop_core.face.api` only find the state and call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from ..declare.errors import (
+    DeviceError,
+    FrameworkNotInstalledError,
+    NotAnArrayError,
+    OptionError,
+    UnknownFrameworkError,
+)
+from ..declare.specs import ANY, ConverterSpec, Device, FrameworkSpec, KindSpec, KnownFramework
+from .casting import convert_cast, explain_cast, parse_dtype
+from .containers import map_leaves
+from .detect import Detector, first_claiming
+from .plancache import PlanCache
+from .planner import Graph, RouteTree
+from .router import (
+    Request,
+    convert,
+    describe,
+    find_route,
+    object_request,
+    request,
+    snapshot,
+    warm_failure,
+)
+
+
+class Declared(NamedTuple):
+    """What the plugins declared, validated by the registry."""
+
+    frameworks: dict[str, FrameworkSpec]
+    #: Lower-case name or alias -> framework name.
+    names: dict[str, str]
+    kinds: tuple[KindSpec, ...]
+    edges: tuple[ConverterSpec, ...]
+    known: dict[str, KnownFramework]
+
+
+class State:
+    """One consistent build of the registry (replaced wholesale on every change): the
+    specs, the graph, the detector, the plan cache, and ``to()``/``explain()`` on them."""
+
+    __slots__ = (
+        "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
+        "kinds", "known", "names", "parse_hook", "plain", "visible",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        generation: int,
+        specs: Declared,
+        graph: Graph,
+        installed: dict[str, bool],
+        parse_hook: Callable[[Any], Device | None] | None = None,
+    ) -> None:
+        self.generation = generation
+        self.frameworks = specs.frameworks
+        #: Lower-case name or alias -> framework name.
+        self.names = specs.names
+        #: Specs of the non-array objects (functions, ...), in registration order.
+        self.kinds = specs.kinds
+        #: Valid converters declared, usable or not (the graph holds the usable ones).
+        self.declared = specs.edges
+        #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
+        self.known = specs.known
+        self.graph = graph
+        self.detect = Detector(self.frameworks.values(), self.kinds)
+        #: Framework name -> importable (checked once per build, without importing).
+        self.installed = installed
+        #: The plugins' ``interop_parse_device`` hook (None: no plugin implements it).
+        self.parse_hook = parse_hook
+        self.cache = PlanCache()
+        #: Framework name -> the devices it sees (None: it does not say), asked on first need.
+        self.visible: dict[str, tuple[str, ...] | None] = {}
+        #: The warm path's tables, read on every call (the cache's own dicts).
+        self.plain = self.cache.plain
+        self.fast = self.cache.fast
+
+    # -- the calls ---------------------------------------------------------------------
+
+    def to(
+        self, obj: Any, target: Any, *, device: Any = None, copy: bool | None = None,
+        **options: Any,
+    ) -> Any:  # fmt: skip
+        """``to()`` on this state (see :func:`interop_core.to`)."""
+        return self.convert(obj, target, device, copy, options)
+
+    def convert(
+        self, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
+    ) -> Any:
+        """``to()`` with its arguments as given: the warm path, else the slow path."""
+        # copy=1 or 0 hash like True/False: only the three real values may take the warm path.
+        if options or not (copy is None or copy is True or copy is False):
+            return self._slow(obj, target, device, copy, options, False)
+        failed: Exception | None = None
+        try:
+            if device is None and copy is None:  # the common request: two one-object lookups
+                keyfn, runners = self.plain[target][type(obj)]
+            else:
+                keyfn, runners = self.fast[type(obj), target, device, copy]
+        except Exception:  # not planned yet, or unhashable arguments: the slow path says
+            run = None
+        else:
+            try:
+                run = runners.get(keyfn(obj))
+            except Exception as exc:  # the framework's key function failed on obj
+                failed, run = exc, None
+        if run is None:  # outside the except: the lookup's KeyError is no context of its errors
+            result = self._slow(obj, target, device, copy, options, False)
+            if failed is not None:  # converted, but slowly each time: say so once
+                self.cache.key_failed(keyfn, obj, failed)
+            return result
+        try:
+            return run(obj)
+        except Exception as exc:  # the failed step is handled, never run again
+            return warm_failure(self, obj, (type(obj), target, device, copy), exc)
+
+    def explain(
+        self, obj: Any, target: Any, *, device: Any = None, copy: bool | None = None,
+        **options: Any,
+    ) -> Any:  # fmt: skip
+        """``explain()`` on this state (see :func:`interop_core.explain`)."""
+        return self._slow(obj, target, device, copy, options, True)
+
+    def _slow(
+        self, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any],
+        explaining: bool,
+    ) -> Any:  # fmt: skip
+        """What ``to()`` does (or, ``explaining``, would do) for ``obj`` off the warm path:
+        one dispatch for both, so explain() shows exactly the route to() takes."""
+        spec, dev, source, rest = self._prepare(target, device, copy, options)
+        again = self.explain if explaining else self.to
+        src = self.detect(obj)
+        if src is not None:
+            self._check_source(source, src.name, obj)
+            # A producer is asked once: its snapshot is what is described and converted,
+            # and the warm path keys by the snapshot's type.
+            snap = snapshot(src, obj)
+            if snap is not obj:
+                return again(snap, target, device=device, copy=copy, **options)
+            cast = rest.pop("dtype", None)
+            if cast is not None:  # the cast is a step of its own; the route is to()'s as usual
+                info = describe(src, obj)
+                if explaining:
+                    req = request(obj, src, spec, dev, copy, rest, info)
+                    return explain_cast(
+                        info, src, spec, copy, cast,
+                        lambda i, c: find_route(self, req.described(i, c))[0],
+                    )  # fmt: skip
+                return convert_cast(
+                    info, obj, src, spec, copy, cast,
+                    lambda x, c: self.convert(x, target, device, c, rest),
+                )  # fmt: skip
+            if explaining:
+                return find_route(self, request(obj, src, spec, dev, copy, rest))[0]
+            fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
+            try:
+                hash(fast_key)
+            except TypeError:
+                fast_key = None
+            # The warm path keys no options: a request with options is planned every time.
+            req = request(obj, src, spec, dev, copy, rest)
+            return convert(self, obj, req, None if rest else fast_key)
+        kind = self._kind_of(obj)
+        if kind is not None:
+            req = self._object_request(obj, kind, source, spec, dev, copy, rest)
+            return find_route(self, req)[0] if explaining else convert(self, obj, req)
+
+        def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s own path
+            if explaining:
+                return self.explain(x, target, device=device, copy=copy, **options)
+            return self.convert(x, target, device, copy, options)
+
+        tree = self._containers(obj, spec, leaf, plain=not explaining)
+        return RouteTree(tree) if explaining else tree
+
+    # -- names and devices ---------------------------------------------------------------
+
+    def resolve(self, target: Any) -> FrameworkSpec:
+        """The spec a target names: a name or alias (any case) or a framework module."""
+        if isinstance(target, str):
+            name = self.names.get(target.lower())
+            if name is None:
+                raise self._unknown(target)
+        elif type(target).__name__ == "module":
+            top = target.__name__.partition(".")[0]
+            found = [s.name for s in self.frameworks.values() if s.import_name == top and s.target]
+            if not found:
+                raise self._unknown(target.__name__)
+            name = found[0]
+        else:
+            raise self._not_a_name(target)
+        spec = self.frameworks[name]
+        if not spec.target:
+            raise UnknownFrameworkError(
+                target,
+                self._targets(),
+                f"{spec.name!r} is a source {'protocol' if spec.protocol else 'only'}, not a "
+                "framework to convert to.",
+            )
+        if not self.installed.get(spec.name, False):
+            raise FrameworkNotInstalledError(
+                spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
+            )
+        return spec
+
+    def _targets(self) -> list[str]:
+        return [n for n, f in self.names.items() if self.frameworks[f].target]
+
+    def _not_a_name(self, target: Any) -> UnknownFrameworkError:
+        """The error for a target that is neither a name nor a module, without its repr (an
+        array's runs to pages); an array or function there means to()'s arguments are swapped."""
+        what = f"{type(target).__module__}.{type(target).__qualname__}"
+        try:
+            convertible = self.detect(target) is not None or self.detect.kind(target) is not None
+        except Exception:  # an object that cannot even be looked up is no array either
+            convertible = False
+        why = (
+            "It is what to() converts: the arguments look swapped. to() takes the object "
+            "first, then the target: to(x, 'torch')."
+            if convertible
+            else "Pass a framework name such as 'torch', or the framework's module."
+        )
+        head = f"The target is a {what}, not a framework name."
+        return UnknownFrameworkError(what, self._targets(), why, head=head)
+
+    def _unknown(self, name: str) -> Exception:
+        """FrameworkNotInstalledError for a framework known by name only, else Unknown..."""
+        from .registry import importable
+
+        known = self.known.get(name.lower())
+        if known is None:
+            return UnknownFrameworkError(name, self._targets())
+        if importable(known.module or known.name):
+            return UnknownFrameworkError(
+                name, self._targets(),
+                f"{known.name} is installed, but no installed interop_core plugin converts its "
+                f"arrays yet ({known.plugin!r} knows it by name only).",
+            )  # fmt: skip
+        return FrameworkNotInstalledError(known.name, known.install_hint)
+
+    def parse_device(self, device: Any) -> Device | None:
+        """A Device from None, "cpu"/"cuda:1", or a device object or string of a framework
+        (asked of the plugins' ``interop_parse_device`` hook)."""
+        if device is None or isinstance(device, Device):
+            return device
+        why = ""  # why a string is not a device, when it is not
+        if isinstance(device, str):
+            try:
+                parsed = Device.parse(device)
+            except ValueError:
+                why = f"{device!r} is not a device."
+            else:
+                if parsed.kind in ("cpu", "cuda"):
+                    return parsed
+                # "banana:0" is spelled like a device: a kind no plugin knows is still none.
+                kinds = {k for s in self.frameworks.values() for k in s.device_kinds}
+                kinds.update(k for e in self.declared for k in (*e.devices, e.to_device or "cpu"))
+                if parsed.kind in kinds:
+                    return parsed
+                why = (
+                    f"{device!r} is not a device: no installed plugin knows the device kind "
+                    f"{parsed.kind!r} (they know {', '.join(sorted(kinds | {'cpu', 'cuda'}))})."
+                )
+        found = self._parse_by_plugins(device)
+        if found is not None:
+            return found
+        raise DeviceError(
+            f"{why or f'Cannot understand device={device!r}.'}\nPass None (the source's "
+            f"device), one of {Device.SPELLINGS}, or a device object or string of an "
+            "installed framework."
+        )
+
+    def _parse_by_plugins(self, device: Any) -> Device | None:
+        """A framework's own spelling of a device, as the plugins read it (None: none does)."""
+        if self.parse_hook is None:
+            return None
+        try:
+            return self.parse_hook(device)
+        except Exception:  # a plugin's reader failed on it: nobody understood it
+            return None
+
+    # -- what an object is ---------------------------------------------------------------
+
+    def _prepare(
+        self, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
+    ) -> tuple[FrameworkSpec, Device | None, Any, dict[str, Any]]:
+        """Check what every request needs: the target's spec, the device, copy; ``source=``
+        is taken out of the options, and ``dtype=`` is read into a :class:`~.casting.Cast`
+        (arrays are cast before routing; iterators hand it to each batch's ``to()``)."""
+        if not (copy is None or copy is True or copy is False):  # 1 == True must not pass
+            raise OptionError(
+                f"copy must be None, True or False, not {copy!r} ({type(copy).__name__}): "
+                "copy=1 or copy=0 would read as a different request."
+            )
+        rest = dict(options)
+        source = rest.pop("source", None)
+        if rest.get("dtype") is not None:
+            rest["dtype"] = parse_dtype(rest["dtype"], self.frameworks.values())
+        else:
+            rest.pop("dtype", None)  # dtype=None: nothing is cast, as without it
+        return self.resolve(target), self.parse_device(device), source, rest
+
+    def _source_name(self, source: Any) -> str:
+        """The framework ``source=`` names (any alias or case, or its module)."""
+        if isinstance(source, str) and source.lower() in self.names:
+            return self.names[source.lower()]
+        return self.resolve(source).name
+
+    def _check_source(self, source: Any, found: str, obj: Any) -> None:
+        """``source=`` may only confirm what detection found."""
+        if source is not None and self._source_name(source) != found:
+            raise OptionError(
+                f"source={source!r} does not match the object: it is a {found} "
+                f"{type(obj).__name__}. source= names the framework of objects that do not "
+                "say it themselves (plain Python functions); leave it out here."
+            )
+
+    def _kind_of(self, obj: Any) -> KindSpec | None:
+        """The kind spec of a non-array object. A class a kind declares among its ``types``
+        is that kind, a dict, list or tuple subclass too (a checkpoint that is a dict);
+        otherwise a dict is a container, and a list or tuple is a kind only when the
+        structural check of a kind a framework owns takes it whole (a list of pipelines,
+        one per GPU, as some loaders take them)."""
+        found = self.detect.kind_by_type(obj)
+        if found is not None or isinstance(obj, dict):
+            return found
+        if isinstance(obj, (list, tuple)):
+            owned = (k for k in self.detect.kind_claims if k.framework not in ("", ANY))
+            return first_claiming(owned, obj) if obj else None
+        return first_claiming(self.detect.kind_claims, obj)
+
+    def _object_request(
+        self, obj: Any, spec: KindSpec, source: Any, target: FrameworkSpec,
+        device: Device | None, copy: Any, options: Mapping[str, Any],
+    ) -> Request:  # fmt: skip
+        """The request for an object of a kind other than arrays, its framework settled."""
+        what = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+        kind = self.graph.kind(spec.kind)
+        if copy is not None and not kind.copy:
+            raise OptionError(
+                f"copy={copy!r} applies to arrays; {what} is a {kind.name}, which is wrapped, "
+                "not copied (the arrays it takes and returns cross zero-copy where possible). "
+                "Leave copy= out."
+            )
+        if "dtype" in options and not any(
+            "dtype" in e.options for e in self.declared if e.kind == kind.name
+        ):
+            raise OptionError(
+                f"dtype= casts arrays (and the arrays iterators yield); {what} is a "
+                f"{kind.name}, which is wrapped, not cast. Leave dtype= out, and cast the "
+                "arrays it takes or returns yourself."
+            )
+        framework: FrameworkSpec | None
+        if spec.framework == ANY:
+            if source is not None:
+                described = spec.description or f"a {kind.name}"
+                raise OptionError(
+                    f"source={source!r} does not apply to {what}: it is {described}, whose "
+                    "items each say their framework when they are converted. Leave source= out."
+                )
+            framework = None
+        elif spec.framework:
+            self._check_source(source, spec.framework, obj)
+            framework = self.frameworks[spec.framework]
+        elif source is None:
+            frameworks = sorted({e.source for e in self.declared if e.kind == kind.name})
+            if not frameworks:
+                raise NotAnArrayError(
+                    f"Cannot convert {what!r}: it is a {kind.name}, and no installed plugin "
+                    f"converts {kind.plural}."
+                )
+            raise OptionError(
+                f"Cannot tell which framework the {kind.name} {what!r} is written for: it "
+                f"does not say. Pass source= naming it (one of: {', '.join(frameworks)}), "
+                f"e.g. to(f, {target.name!r}, source={frameworks[0]!r})."
+            )
+        else:
+            framework = self.frameworks[self._source_name(source)]
+        return object_request(spec, kind, framework, target, device, copy, options)
+
+    def _containers(
+        self, obj: Any, target: FrameworkSpec, one: Callable[[Any, FrameworkSpec], Any],
+        plain: bool = True,
+    ) -> Any:  # fmt: skip
+        """Apply ``one`` to each array leaf of a container; raise when there is no array at
+        all. Other leaves stay as they are (``plain``) or become None (explain's Routes)."""
+        arrays = 0
+
+        def counted(leaf: Any) -> Any:
+            nonlocal arrays
+            src = self.detect(leaf)
+            if src is None:
+                return leaf if plain else None
+            arrays += 1
+            return one(leaf, src)
+
+        if isinstance(obj, (dict, list, tuple)):
+            out = map_leaves(obj, counted)
+            if arrays:
+                return out
+        raise NotAnArrayError(self._not_an_array(obj, target))
+
+    def _not_an_array(self, obj: Any, target: FrameworkSpec) -> str:
+        """Why ``obj`` converts nothing, and what to do instead."""
+        kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        frameworks = ", ".join(n for n, s in self.frameworks.items() if s.array_types)
+        protocols = ", ".join(s.protocol for s in self.detect.protocols if s.protocol)
+        make = (
+            f"{target.constructor}(...)"
+            if target.constructor
+            else f"{target.name}'s array constructor"
+        )
+        if isinstance(obj, (dict, list, tuple)):
+            found = f"a {kind} with no array anywhere in it"
+            todo = (
+                f"To build a {target.name} array from Python values, use {make}; "
+                "to() converts arrays (and containers holding at least one)."
+            )
+        else:
+            found = f"a {kind}: it is not an array of any registered framework ({frameworks})"
+            if protocols:
+                found += f" and speaks none of the array protocols looked for ({protocols})"
+            kinds = sorted({k.kind for k in self.kinds})
+            if kinds:
+                found += f"; nor is it a {' or '.join(kinds)} of one"
+            todo = f"To build a {target.name} array from Python values, use {make}."
+        return f"Cannot convert {found}. {todo}"
