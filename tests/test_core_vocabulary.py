@@ -38,16 +38,6 @@ ALLOWED: tuple[tuple[str, str, str], ...] = (
     # The command line's help shows one real invocation, as any command's help does.
     ("__main__.py", r"example: python -m interop_core explain numpy tensorflow --layout F",
      "the explain command's example in --help"),
-    # PENDING, not legitimate: messages of modules the engine rewrite of issue 17 is
-    # changing now. Each should name a registered framework (or the spec's words) instead;
-    # remove the entry with the string (test_every_allowed_string_is_still_there says when).
-    ("engine/state.py", r"It is what to\(\) converts: .* to\(x, 'torch'\)\.",
-     "pending: the swapped-arguments hint names torch"),
-    ("engine/state.py", r"Pass a framework name such as 'torch', or the framework's module\.",
-     "pending: the not-a-name hint names torch"),
-    ("engine/router.py", r"\. \(JAX makes several host devices only when started with "
-     r"XLA_FLAGS=--xla_force_host_platform_device_count=N\.\)",
-     "pending: the host-device hint is JAX's (a spec field of the jax plugin could say it)"),
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from interop_core import (
     FrameworkSpec,
     Kind,
     KindSpec,
+    NotAnArrayError,
     PluginError,
     TensorInfo,
     explain,
@@ -267,3 +268,43 @@ def test_explain_and_to_run_on_one_snapshot(counted: list[int]) -> None:
         assert reg.state is not st, "a registration builds a new snapshot"
         # The old snapshot still converts with what it was built from.
         assert st.to(x, "beta").buf.buffer_info()[0] == x.buf.buffer_info()[0]
+
+
+class Claims:
+    """A third party that says which framework some classes' arrays belong to."""
+
+    @hookimpl
+    def interop_detect(self, obj: Any) -> str | None:
+        if isinstance(obj, Wrapper):
+            return "alpha"  # a wrapper class the alpha framework's spec can read
+        if isinstance(obj, AlphaArr) and obj.state == "claimed":
+            return "beta"  # overrides the declared array_types
+        return None
+
+
+class Wrapper:
+    """A class no spec declares, with what alpha's spec reads."""
+
+    def __init__(self, values: Any) -> None:
+        self.buf = array.array("d", values)
+        self.aligned = True
+        self.state = "ok"
+
+
+def test_a_plugin_claims_a_class_for_a_framework() -> None:
+    with isolated_registry(Toys()) as reg:
+        w = Wrapper([1.0, 2.0])
+        with pytest.raises(NotAnArrayError):
+            to(w, "beta")
+        reg.register(Claims(), name="claims")
+        y = to(w, "beta")
+        assert type(y) is BetaArr and y.buf.buffer_info()[0] == w.buf.buffer_info()[0]
+        assert explain(w, "beta").source == "alpha@cpu"
+
+
+def test_detection_asks_the_hook_before_the_declared_types() -> None:
+    with isolated_registry(Toys(), Claims()) as reg:
+        claimed = AlphaArr([1.0], state="claimed")
+        # Asked once per class: the first object of AlphaArr decides for all of them.
+        assert reg.state.detect(claimed).name == "beta"
+        assert explain(AlphaArr([2.0]), "beta").steps == ()  # a beta array already

@@ -3,9 +3,11 @@
 The registry calls the declaration hooks (``interop_frameworks``, ``interop_kinds``,
 ``interop_converters``) when it is built and again after each ``register()``/
 ``unregister()``; each returns immutable specs and has no side effects. Questions about one
-object (``interop_parse_device``) are ``firstresult`` hooks asked on the slow path only: the
-first answer that is not None wins, and the built-in plugins answer ``trylast``, so a third
-party's implementation overrides theirs. No hook is called on the warm path of ``to()``.
+object (``interop_detect``, ``interop_parse_device``) are ``firstresult`` hooks asked on the
+slow path only: the first answer that is not None wins. The built-in plugins answer them
+``trylast`` (or, for detection, through their declared specs, which are asked after every
+implementation), so a third party's implementation overrides theirs. No hook is called on
+the warm path of ``to()``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,19 @@ def interop_kinds() -> Sequence[KindSpec]:
     say which framework they belong to (plain Python callables: the user passes
     ``source=``). A framework's arrays are its FrameworkSpec; this hook adds the rest.
     Must not import any framework.
+    """
+
+
+@hookspec(firstresult=True)
+def interop_detect(obj: Any) -> str | None:
+    """Name the framework whose array ``obj`` is, or return None when it is not yours.
+
+    Called by ``to()``/``explain()`` (slow path) the first time an object of ``obj``'s
+    class is seen; the answer holds for every object of that class (it is cached per
+    type). Asked before the frameworks' declared ``array_types`` and array protocols,
+    which answer when every implementation returns None: so a third party can claim a
+    class (a wrapper tensor) for a framework whose spec then describes and converts it.
+    Must not import a framework.
     """
 
 

@@ -296,6 +296,9 @@ class FrameworkSpec:
     #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it. The
     #: router asks once per registry build, and only for devices other than "cpu" (cpu:0).
     devices: Callable[[], list[str]] | None = None
+    #: How a user makes more devices visible to it, for errors about a device no framework
+    #: sees ("" for nothing to say).
+    device_advice: str = ""
     #: Device kinds its arrays can live on, the default first: with ``device=None`` an array
     #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:
     #: "cpu"; a numpy array to CuPy: "cuda:0"). Empty: the array keeps its device.

@@ -13,7 +13,7 @@ import sys
 import types
 import warnings
 import weakref
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, TypeVar
 
 from ..declare.errors import PluginWarning, UnhashableTypeError
@@ -186,8 +186,14 @@ class TypeTable:
 class Detector:
     """Maps an object's type to the FrameworkSpec owning it, with a per-type cache."""
 
-    def __init__(self, specs: Iterable[FrameworkSpec], kinds: Iterable[KindSpec] = ()) -> None:
+    def __init__(
+        self, specs: Iterable[FrameworkSpec], kinds: Iterable[KindSpec] = (),
+        hook: Callable[[Any], str | None] | None = None,
+    ) -> None:  # fmt: skip
         specs = tuple(specs)
+        self.by_name = {s.name: s for s in specs}
+        #: The plugins' ``interop_detect`` hook, asked first (None: no plugin implements it).
+        self.hook = hook
         self.specs = tuple(s for s in specs if s.array_types)
         self.protocols = tuple(s for s in specs if s.claims is not None)
         self.kinds = tuple(kinds)
@@ -212,7 +218,7 @@ class Detector:
             pass
         except Exception as exc:  # the metaclass's __hash__ raised
             raise unhashable_type(cls, exc) from exc
-        found = self._by_type(cls) or self._by_protocol(obj)
+        found = self._by_hook(obj) or self._by_type(cls) or self._by_protocol(obj)
         # A negative answer is safe to cache too: an object exists only after its
         # framework was imported, so a later import cannot change who owns this type.
         self.types.put(self.cache, cls, cls, found)
@@ -260,6 +266,17 @@ class Detector:
             if types and issubclass(cls, tuple(types)):
                 return spec
         return None
+
+    def _by_hook(self, obj: object) -> FrameworkSpec | None:
+        """The framework a plugin's ``interop_detect`` names for ``obj`` (a hook that raises,
+        or names no declared framework, has not answered)."""
+        if self.hook is None:
+            return None
+        try:
+            name = self.hook(obj)
+        except Exception:
+            return None
+        return self.by_name.get(name) if name is not None else None
 
     def _by_protocol(self, obj: object) -> FrameworkSpec | None:
         return first_claiming(self.protocols, obj)

@@ -69,38 +69,46 @@ class InteropPluginManager(pluggy.PluginManager):
 
         Raises PluginError, leaving nothing registered, for a plugin that implements an
         ``interop_*`` hook no hookspec declares (see :meth:`check_hooks`)."""
-        if plugin is not None and not self.is_blocked(name or self.get_canonical_name(plugin)):
-            self.check_hooks(plugin, name)
         try:
             result = super().register(plugin, name)
         except (ValueError, pluggy.PluginValidationError) as exc:
             raise PluginError(f"Cannot register plugin {name or plugin!r}: {exc}") from exc
+        if result is not None:
+            try:
+                self.check_hooks(plugin, result)
+            except PluginError:
+                super().unregister(plugin)
+                for hook, caller in list(vars(self.hook).items()):  # the callers it made
+                    unused = not caller.has_spec() and not caller.get_hookimpls()
+                    if not hook.startswith("_") and unused:
+                        delattr(self.hook, hook)
+                raise
         self.generation += 1
         return result
 
-    def check_hooks(self, plugin: Any, name: str | None = None) -> None:
-        """Raise PluginError when ``plugin`` implements an ``interop_*`` hook no hookspec has.
+    def check_hooks(self, plugin: Any, name: str) -> None:
+        """Raise PluginError when the registered ``plugin`` implements an ``interop_*`` hook
+        no hookspec has.
 
-        pluggy's ``check_pending()`` rule, applied to one plugin before it is registered: a
+        pluggy's ``check_pending()`` rule, applied to one plugin as it is registered: a
         hookimpl whose hook has no spec would never be called (a misspelt
         ``interop_converter``), so the plugin is refused instead of silently half-working.
         Implementations marked ``optionalhook=True`` are allowed, as in pluggy, and names
         outside the ``interop_`` namespace are not this project's hooks.
         """
-        known = sorted(
-            n for n, h in vars(self.hook).items() if not n.startswith("_") and h.has_spec()
-        )
-        unknown: list[str] = []
-        for attr in dir(plugin):
-            opts = self.parse_hookimpl_opts(plugin, attr)
-            if opts is None or opts.get("optionalhook"):
-                continue
-            hook_name = opts.get("specname") or attr
-            if hook_name.startswith("interop_") and hook_name not in known:
-                unknown.append(hook_name)
+        unknown = [
+            caller.name
+            for caller in self.get_hookcallers(plugin) or ()
+            if not caller.has_spec() and caller.name.startswith("interop_")
+            and any(i.plugin is plugin and not i.optionalhook for i in caller.get_hookimpls())
+        ]  # fmt: skip
         if not unknown:
             return
         import difflib
+
+        known = sorted(
+            n for n, h in vars(self.hook).items() if not n.startswith("_") and h.has_spec()
+        )
 
         def guess(hook: str) -> str:
             # Compare what follows the shared "interop_", which would make any name look close.
@@ -110,10 +118,10 @@ class InteropPluginManager(pluggy.PluginManager):
 
         listed = ", ".join(f"{h!r}{guess(h)}" for h in unknown)
         raise PluginError(
-            f"Plugin {name or self.get_canonical_name(plugin)!r} implements unknown hook "
-            f"{listed}.\nNo hookspec of interop_core has that name, so it would never be "
-            f"called. Rename it to one of {', '.join(known)}, or mark it "
-            "@hookimpl(optionalhook=True) if it is meant for another version of interop_core."
+            f"Plugin {name!r} implements unknown hook {listed}.\nNo hookspec of interop_core "
+            f"has that name, so it would never be called. Rename it to one of "
+            f"{', '.join(known)}, or mark it @hookimpl(optionalhook=True) if it is meant for "
+            "another version of interop_core."
         )
 
     def unregister(self, plugin: Any = None, name: str | None = None) -> Any:

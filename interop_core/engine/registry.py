@@ -26,7 +26,6 @@ from ..declare.specs import (
     ANY,
     ARRAYS,
     ConverterSpec,
-    Device,
     FrameworkSpec,
     Kind,
     KindSpec,
@@ -35,7 +34,7 @@ from ..declare.specs import (
 from .detect import unresolved_types
 from .manager import InteropPluginManager
 from .planner import Graph
-from .state import Declared, State
+from .state import Declared, Hooks, State
 
 
 class Registry:
@@ -171,14 +170,19 @@ class Registry:
                 # The graph reads the kinds, the frameworks' import rules, switches and flag
                 # advice once, here: every plan of this build uses them.
                 graph = Graph(usable, frameworks, kinds)
-                return State(generation, specs, graph, installed, self._parse_hook())
+                hooks = Hooks(
+                    self._hook("interop_detect", "obj"),
+                    self._hook("interop_parse_device", "device"),
+                )
+                return State(generation, specs, graph, installed, hooks)
 
-    def _parse_hook(self) -> Callable[[Any], Device | None] | None:
-        """The ``interop_parse_device`` hook as a function of the device (None: unused)."""
-        hook = self.pm.hook.interop_parse_device
+    def _hook(self, name: str, arg: str) -> Callable[[Any], Any] | None:
+        """The firstresult hook ``name`` as a function of its one argument (None: no plugin
+        implements it, so asking costs nothing)."""
+        hook = getattr(self.pm.hook, name)
         if not hook.get_hookimpls():
             return None
-        return lambda device: hook(device=device)  # type: ignore[no-any-return]
+        return lambda value: hook(**{arg: value})
 
     def _conflict(self, plugin: str, other: str, what: str, strict: str | None) -> None:
         reason = f"{what} is already declared by plugin {other!r}"

@@ -49,6 +49,19 @@ if TYPE_CHECKING:  # the engine's state calls the router; the router only reads 
     from .state import State
 
 
+class Asked(NamedTuple):
+    """The arguments of one call, checked: what every request it makes shares."""
+
+    target: FrameworkSpec
+    #: ``device=`` read as a Device (None: none asked).
+    device: Device | None
+    copy: bool | None
+    #: The options converters may take (``source=`` taken out, ``dtype=`` read as a Cast).
+    options: Mapping[str, Any]
+    #: ``source=`` as given (None: not given).
+    source: Any = None
+
+
 class Request(NamedTuple):
     """One conversion asked of the router."""
 
@@ -135,17 +148,16 @@ def snapshot(spec: FrameworkSpec, obj: Any) -> Any:
 
 
 def request(
-    obj: Any, source: FrameworkSpec, target: FrameworkSpec, device: Device | None,
-    copy: bool | None, options: Mapping[str, Any] | None = None, info: TensorInfo | None = None,
-) -> Request:  # fmt: skip
-    """Describe the array ``obj`` (unless ``info`` already does) and record what is asked
-    of it."""
+    obj: Any, source: FrameworkSpec, asked: Asked, info: TensorInfo | None = None
+) -> Request:
+    """Describe the array ``obj`` of ``source`` (unless ``info`` already does) and record
+    what is asked of it."""
     if info is None:
         info = describe(source, obj)
-    opts = tuple(sorted(options.items())) if options else ()
-    goal = device or home(target, info.device, info.framework)
+    opts = tuple(sorted(asked.options.items()))
+    goal = asked.device or home(asked.target, info.device, info.framework)
     return Request(
-        info.plan_key(copy), ARRAYS, source, target, goal, opts, _words(info), info
+        info.plan_key(asked.copy), ARRAYS, source, asked.target, goal, opts, _words(info), info
     )  # fmt: skip
 
 
@@ -185,17 +197,16 @@ def device_refusal(st: State, name: str, device: str) -> str | None:
 
 
 def object_request(
-    spec: KindSpec, kind: Kind, source: FrameworkSpec | None, target: FrameworkSpec,
-    device: Device | None, copy: bool | None, options: Mapping[str, Any],
-) -> Request:  # fmt: skip
+    spec: KindSpec, kind: Kind, source: FrameworkSpec | None, asked: Asked
+) -> Request:
     """Record what is asked of an object found by ``spec`` (a function, an iterator, ...):
     an object of ``kind`` owned by ``source`` (None: by no framework)."""
     framework = source.name if source is not None else ANY
-    goal = "" if device is None else str(device)
-    start = PlanKey(kind.name, framework, goal, None, spec.flags, copy)
+    goal = "" if asked.device is None else str(asked.device)
+    start = PlanKey(kind.name, framework, goal, None, spec.flags, asked.copy)
     what = spec.description or f"a {framework} {kind.name}"
-    opts = tuple(sorted(options.items()))
-    return Request(start, kind, source, target, device, opts, what)
+    opts = tuple(sorted(asked.options.items()))
+    return Request(start, kind, source, asked.target, asked.device, opts, what)
 
 
 def find_route(
@@ -259,10 +270,13 @@ def _check_device(st: State, req: Request, goal: str) -> None:
         listed = {n: seen for n, seen in found.items() if seen is not None}
         if listed and not any(goal in seen for seen in listed.values()):
             lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
+            advice = " ".join(
+                f"({st.frameworks[n].device_advice})"
+                for n in listed if st.frameworks[n].device_advice
+            )  # fmt: skip
             raise DeviceError(
                 f"device={goal!r}: no framework here has such a device.\nThe devices each "
-                f"sees: {lines}. (JAX makes several host devices only when started with "
-                "XLA_FLAGS=--xla_force_host_platform_device_count=N.)"
+                f"sees: {lines}." + (f" {advice}" if advice else "")
             )
     if unseen is None:
         return
@@ -458,7 +472,7 @@ def warm_failure(st: State, obj: Any, fast_key: FastKey, exc: Exception) -> Any:
     if source is None:  # cached, so detected before: cannot happen
         raise exc
     _, target, device, copy = fast_key
-    req = request(obj, source, st.resolve(target), st.parse_device(device), copy)
+    req = request(obj, source, Asked(st.resolve(target), st.parse_device(device), copy, {}))
     the_plan = st.cache.cached_plan(obj, req.target.name, fast_key)
     if the_plan is None or isinstance(exc, StalePlan):
         # A global flag changed since planning (or the entry is gone): plan afresh.

@@ -26,6 +26,7 @@ from .detect import Detector, first_claiming
 from .plancache import PlanCache
 from .planner import Graph, RouteTree
 from .router import (
+    Asked,
     Request,
     convert,
     describe,
@@ -35,6 +36,16 @@ from .router import (
     snapshot,
     warm_failure,
 )
+
+
+class Hooks(NamedTuple):
+    """The plugins' per-object hooks, each a function of its one argument (None where no
+    plugin implements it)."""
+
+    #: ``interop_detect(obj)``: the framework a plugin names for an object.
+    detect: Callable[[Any], str | None] | None = None
+    #: ``interop_parse_device(device)``: a framework's own device object as a Device.
+    parse_device: Callable[[Any], Device | None] | None = None
 
 
 class Declared(NamedTuple):
@@ -63,7 +74,7 @@ class State:
         specs: Declared,
         graph: Graph,
         installed: dict[str, bool],
-        parse_hook: Callable[[Any], Device | None] | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.generation = generation
         self.frameworks = specs.frameworks
@@ -76,11 +87,12 @@ class State:
         #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
         self.known = specs.known
         self.graph = graph
-        self.detect = Detector(self.frameworks.values(), self.kinds)
+        hooks = hooks or Hooks()
+        self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect)
         #: Framework name -> importable (checked once per build, without importing).
         self.installed = installed
         #: The plugins' ``interop_parse_device`` hook (None: no plugin implements it).
-        self.parse_hook = parse_hook
+        self.parse_hook = hooks.parse_device
         self.cache = PlanCache()
         #: Framework name -> the devices it sees (None: it does not say), asked on first need.
         self.visible: dict[str, tuple[str, ...] | None] = {}
@@ -140,42 +152,44 @@ class State:
     ) -> Any:  # fmt: skip
         """What ``to()`` does (or, ``explaining``, would do) for ``obj`` off the warm path:
         one dispatch for both, so explain() shows exactly the route to() takes."""
-        spec, dev, source, rest = self._prepare(target, device, copy, options)
+        asked = self._prepare(target, device, copy, options)
         again = self.explain if explaining else self.to
         src = self.detect(obj)
         if src is not None:
-            self._check_source(source, src.name, obj)
+            self._check_source(asked.source, src.name, obj)
             # A producer is asked once: its snapshot is what is described and converted,
             # and the warm path keys by the snapshot's type.
             snap = snapshot(src, obj)
             if snap is not obj:
                 return again(snap, target, device=device, copy=copy, **options)
+            rest = dict(asked.options)
             cast = rest.pop("dtype", None)
+            asked = asked._replace(options=rest)
             if cast is not None:  # the cast is a step of its own; the route is to()'s as usual
                 info = describe(src, obj)
                 if explaining:
-                    req = request(obj, src, spec, dev, copy, rest, info)
+                    req = request(obj, src, asked, info)
                     return explain_cast(
-                        info, src, spec, copy, cast,
+                        info, src, asked.target, copy, cast,
                         lambda i, c: find_route(self, req.described(i, c))[0],
                     )  # fmt: skip
                 return convert_cast(
-                    info, obj, src, spec, copy, cast,
+                    info, obj, src, asked.target, copy, cast,
                     lambda x, c: self.convert(x, target, device, c, rest),
                 )  # fmt: skip
             if explaining:
-                return find_route(self, request(obj, src, spec, dev, copy, rest))[0]
+                return find_route(self, request(obj, src, asked))[0]
             fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
             try:
                 hash(fast_key)
             except TypeError:
                 fast_key = None
             # The warm path keys no options: a request with options is planned every time.
-            req = request(obj, src, spec, dev, copy, rest)
+            req = request(obj, src, asked)
             return convert(self, obj, req, None if rest else fast_key)
         kind = self._kind_of(obj)
         if kind is not None:
-            req = self._object_request(obj, kind, source, spec, dev, copy, rest)
+            req = self._object_request(obj, kind, asked)
             return find_route(self, req)[0] if explaining else convert(self, obj, req)
 
         def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s own path
@@ -183,7 +197,7 @@ class State:
                 return self.explain(x, target, device=device, copy=copy, **options)
             return self.convert(x, target, device, copy, options)
 
-        tree = self._containers(obj, spec, leaf, plain=not explaining)
+        tree = self._containers(obj, asked.target, leaf, plain=not explaining)
         return RouteTree(tree) if explaining else tree
 
     # -- names and devices ---------------------------------------------------------------
@@ -223,15 +237,16 @@ class State:
         """The error for a target that is neither a name nor a module, without its repr (an
         array's runs to pages); an array or function there means to()'s arguments are swapped."""
         what = f"{type(target).__module__}.{type(target).__qualname__}"
+        example = next((s.name for s in self.frameworks.values() if s.target), "<framework>")
         try:
             convertible = self.detect(target) is not None or self.detect.kind(target) is not None
         except Exception:  # an object that cannot even be looked up is no array either
             convertible = False
         why = (
             "It is what to() converts: the arguments look swapped. to() takes the object "
-            "first, then the target: to(x, 'torch')."
+            f"first, then the target: to(x, {example!r})."
             if convertible
-            else "Pass a framework name such as 'torch', or the framework's module."
+            else f"Pass a framework name such as {example!r}, or the framework's module."
         )
         head = f"The target is a {what}, not a framework name."
         return UnknownFrameworkError(what, self._targets(), why, head=head)
@@ -294,9 +309,7 @@ class State:
 
     # -- what an object is ---------------------------------------------------------------
 
-    def _prepare(
-        self, target: Any, device: Any, copy: Any, options: Mapping[str, Any]
-    ) -> tuple[FrameworkSpec, Device | None, Any, dict[str, Any]]:
+    def _prepare(self, target: Any, device: Any, copy: Any, options: Mapping[str, Any]) -> Asked:
         """Check what every request needs: the target's spec, the device, copy; ``source=``
         is taken out of the options, and ``dtype=`` is read into a :class:`~.casting.Cast`
         (arrays are cast before routing; iterators hand it to each batch's ``to()``)."""
@@ -311,7 +324,7 @@ class State:
             rest["dtype"] = parse_dtype(rest["dtype"], self.frameworks.values())
         else:
             rest.pop("dtype", None)  # dtype=None: nothing is cast, as without it
-        return self.resolve(target), self.parse_device(device), source, rest
+        return Asked(self.resolve(target), self.parse_device(device), copy, rest, source)
 
     def _source_name(self, source: Any) -> str:
         """The framework ``source=`` names (any alias or case, or its module)."""
@@ -342,11 +355,9 @@ class State:
             return first_claiming(owned, obj) if obj else None
         return first_claiming(self.detect.kind_claims, obj)
 
-    def _object_request(
-        self, obj: Any, spec: KindSpec, source: Any, target: FrameworkSpec,
-        device: Device | None, copy: Any, options: Mapping[str, Any],
-    ) -> Request:  # fmt: skip
+    def _object_request(self, obj: Any, spec: KindSpec, asked: Asked) -> Request:
         """The request for an object of a kind other than arrays, its framework settled."""
+        copy, options, source, target = asked.copy, asked.options, asked.source, asked.target
         what = getattr(obj, "__qualname__", None) or type(obj).__qualname__
         kind = self.graph.kind(spec.kind)
         if copy is not None and not kind.copy:
@@ -389,7 +400,7 @@ class State:
             )
         else:
             framework = self.frameworks[self._source_name(source)]
-        return object_request(spec, kind, framework, target, device, copy, options)
+        return object_request(spec, kind, framework, asked)
 
     def _containers(
         self, obj: Any, target: FrameworkSpec, one: Callable[[Any, FrameworkSpec], Any],

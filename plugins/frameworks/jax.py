@@ -292,6 +292,10 @@ def interop_frameworks() -> list[FrameworkSpec]:
             distribution="jax",
             install_hint="pip install 'interop-core[jax]'",
             devices=_devices,
+            device_advice=(
+                "JAX makes several host devices only when started with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N."
+            ),
             device_kinds=("cpu", "cuda"),
             constructor="jax.numpy.asarray",
             astype=astype,
