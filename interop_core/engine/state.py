@@ -153,14 +153,17 @@ class State:
         """What ``to()`` does (or, ``explaining``, would do) for ``obj`` off the warm path:
         one dispatch for both, so explain() shows exactly the route to() takes."""
         asked = self._prepare(target, device, copy, options)
-        again = self.explain if explaining else self.to
-        src = self.detect(obj)
+        # A plain dict, list or tuple is no array (a subclass may be one, or a kind; a plain
+        # list may still be a kind's object as a whole: a list of pipelines).
+        cls = type(obj)  # identity tests: a class's own __hash__ may raise (detect says so)
+        src = None if cls is dict or cls is list or cls is tuple else self.detect(obj)
         if src is not None:
             self._check_source(asked.source, src.name, obj)
             # A producer is asked once: its snapshot is what is described and converted,
             # and the warm path keys by the snapshot's type.
             snap = snapshot(src, obj)
             if snap is not obj:
+                again = self.explain if explaining else self.to
                 return again(snap, target, device=device, copy=copy, **options)
             rest = dict(asked.options)
             cast = rest.pop("dtype", None)
@@ -187,7 +190,7 @@ class State:
             # The warm path keys no options: a request with options is planned every time.
             req = request(obj, src, asked)
             return convert(self, obj, req, None if rest else fast_key)
-        kind = self._kind_of(obj)
+        kind = None if cls is dict else self._kind_of(obj)
         if kind is not None:
             req = self._object_request(obj, kind, asked)
             return find_route(self, req)[0] if explaining else convert(self, obj, req)
