@@ -20,7 +20,7 @@ import math
 import struct
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from ..declare.errors import (
     CopyRequiredError,
@@ -142,6 +142,21 @@ _VARIANTS: tuple[tuple[str, Callable[[Any], Any], Callable[[Any], Any]], ...] = 
 )
 
 
+class Case(NamedTuple):
+    """One array the checks take: built once, passed whole (a result is one too)."""
+
+    #: The array.
+    x: Any
+    #: The spec of the framework that owns it.
+    spec: FrameworkSpec
+    #: The canonical dtype it must have.
+    dtype: str
+    #: The nested Python values it must hold (their shape is its shape).
+    data: Any
+    #: How messages name it: "a float32 example", "to(a float32 example, 'torch')".
+    label: str
+
+
 class _Kit:
     """One run of check_framework."""
 
@@ -214,25 +229,26 @@ class _Kit:
             warnings.simplefilter("error", PluginWarning)
             self.check_spec()
             reached, returned = False, False
-            first: tuple[str, Any, Any] | None = None
+            first: Case | None = None
             for dtype in self.dtypes:
                 off = self.flag_off(self.name, dtype)
                 if off is not None:
                     self.ok(f"{dtype}: skipped, {self.name} cannot hold it now: {off}")
                     continue
                 data = _nested(_SHAPE, dtype)
-                x = self.example(data, dtype)
-                self.check_array(x, dtype, data, f"example {dtype} {_SHAPE}")
-                self.check_key(x, dtype, data)
-                self.check_self(x, dtype, data, f"a {dtype} example")
+                case = Case(self.example(data, dtype), self.spec, dtype, data, f"a {dtype} example")
+                # describe() messages name it by shape, beside the other-shape example.
+                self.check_array(case._replace(label=f"example {dtype} {_SHAPE}"))
+                self.check_key(case)
+                self.check_self(case)
                 for other in self.others:
-                    there, back = self.check_pair(x, dtype, data, other, f"a {dtype} example")
+                    there, back = self.check_pair(case, other)
                     reached, returned = reached or there, returned or back
                     self.check_into(other, dtype)
                 if first is None or dtype == "float32":
-                    first = (dtype, x, data)
+                    first = case
             if first is not None:
-                self.check_variants(*first)
+                self.check_variants(first)
             self.report_keys()
             self.check_unheld()
             if self.others and self.dtypes and not reached:
@@ -318,9 +334,11 @@ class _Kit:
 
     # -- one array ----------------------------------------------------------------------
 
-    def check_array(self, x: Any, dtype: str, values: Any, label: str) -> None:
-        """describe(), data_ptr() and the values of an array of the framework under test."""
+    def check_array(self, case: Case) -> None:
+        """describe(), data_ptr() and the values of ``case``, an array of the framework under
+        test."""
         spec = self.spec
+        x, dtype, label = case.x, case.dtype, case.label
         owner = self.owner(x)
         if owner is not spec:
             self.fail(
@@ -329,7 +347,7 @@ class _Kit:
                 f"(check array_types {list(spec.array_types)})"
             )
         info = self.call(f"describe({label})", lambda: spec.describe(x))
-        shape = _shape_of(values)
+        shape = _shape_of(case.data)
         if info.framework != self.name:
             self.fail(f"describe({label}).framework is {info.framework!r}, not {self.name!r}")
         ptr = self.call(f"data_ptr({label})", lambda: spec.data_ptr(x))
@@ -370,8 +388,8 @@ class _Kit:
                 f"describe({label}).aligned is {info.aligned}, but data_ptr {ptr:#x} is "
                 f"{'' if ptr % ALIGNMENT == 0 else 'not '}{ALIGNMENT}-byte aligned"
             )
-        self.check_values(x, spec, dtype, values, label)
-        self.record_key(x, info.plan_key(), label)
+        self.check_values(case)
+        self.record_key(case, info.plan_key())
 
     def check_view(self, info: Any, ptr: int, view: ProtocolView, label: str) -> None:
         """describe() and data_ptr() against what a standard protocol says."""
@@ -396,9 +414,10 @@ class _Kit:
         if view.device is not None and view.device != str(info.device):
             self.fail(f"describe({label}).device is {info.device}, but {said} {view.device}")
 
-    def check_values(
-        self, y: Any, spec: FrameworkSpec, dtype: str, values: Any, label: str
-    ) -> None:
+    def check_values(self, case: Case) -> None:
+        """``case.x`` holds ``case.data``: as read by :meth:`values`, else by its framework's
+        == with an example of the same values."""
+        y, spec, dtype, values, label = case.x, case.spec, case.dtype, case.data, case.label
         got = self.values(y, dtype)
         if got is not None:
             if got != values:
@@ -447,9 +466,10 @@ class _Kit:
 
     # -- the key ------------------------------------------------------------------------
 
-    def record_key(self, x: Any, pk: PlanKey, label: str) -> None:
-        """Remember key(x) and aligned_key(x); two arrays with one key must plan alike."""
-        spec = self.spec
+    def record_key(self, case: Case, pk: PlanKey) -> None:
+        """Remember key() and aligned_key() of ``case`` (an array of the framework under test,
+        described as ``pk``); two arrays with one key must plan alike."""
+        spec, x, label = self.spec, case.x, case.label
         for fn_name, fn, table, plan_key in (
             ("key", spec.key, self.keys, pk._replace(traits=pk.traits._replace(aligned=False))),
             ("aligned_key", spec.aligned_key, self.aligned_keys, pk),
@@ -474,13 +494,13 @@ class _Kit:
                     "run the route planned for one on the other"
                 )
 
-    def check_key(self, x: Any, dtype: str, data: Any) -> None:
-        """Two arrays of the same dtype and layout (other shape, other values): one key."""
-        spec = self.spec
+    def check_key(self, case: Case) -> None:
+        """``case`` and an example of the same dtype and layout (other shape, other values):
+        one key."""
+        spec, x, dtype = self.spec, case.x, case.dtype
         other_data = _nested(_OTHER_SHAPE, dtype, reverse=True)
         x2 = self.example(other_data, dtype)
-        label2 = f"example {dtype} {_OTHER_SHAPE}"
-        self.check_array(x2, dtype, other_data, label2)
+        self.check_array(Case(x2, spec, dtype, other_data, f"example {dtype} {_OTHER_SHAPE}"))
         k1, k2 = spec.key(x), spec.key(x2)
         if k1 != k2:
             self.fail(
@@ -508,10 +528,11 @@ class _Kit:
 
     # -- conversions --------------------------------------------------------------------
 
-    def check_self(self, x: Any, dtype: str, data: Any, label: str) -> None:
+    def check_self(self, case: Case) -> None:
         """The identity route, and copy=True into the framework itself."""
         if not self.spec.target:
             return
+        x, dtype, label = case.x, case.dtype, case.label
         if self.convert(x, self.name, label) is not x:
             self.fail(f"{_to_call(label, self.name)} did not return the array itself")
         route = self.call(f"explain({label}, {self.name!r})", lambda: explain(x, self.name))
@@ -524,13 +545,13 @@ class _Kit:
         except NoRouteError as exc:
             self.ok(f"{dtype}: identity; copy=True into {self.name}: no route ({_first(exc)})")
             return
-        self.check_to(x, self.spec, self.spec, forced, dtype, data, label, copy=True)
+        self.check_to(case, self.spec, forced, copy=True)
         self.ok(f"{dtype}: identity returns the array; copy=True gives a new buffer")
 
-    def check_pair(
-        self, x: Any, dtype: str, data: Any, other: FrameworkSpec, label: str, tag: str = ""
-    ) -> tuple[bool, bool]:
-        """x -> other -> back; returns whether each direction had a route."""
+    def check_pair(self, case: Case, other: FrameworkSpec, tag: str = "") -> tuple[bool, bool]:
+        """``case`` -> ``other`` -> back; returns whether each direction had a route. ``tag``
+        starts its lines (default: the dtype)."""
+        x, dtype, label = case.x, case.dtype, case.label
         name, oname = self.name, other.name
         tag = tag or dtype
         if dtype not in other.dtypes:
@@ -543,25 +564,25 @@ class _Kit:
             return False, False
         except Exception as exc:
             self.fail(f"explain({label}, {oname!r}) raised {type(exc).__name__}: {exc}", exc)
-        y = self.check_to(x, self.spec, other, route, dtype, data, label)
+        result = self.check_to(case, other, route)
         # The warm path, keyed by key(x).
-        self.check_to(x, self.spec, other, route, dtype, data, label, note=" (second call)")
-        self.check_copy_false(x, dtype, data, other, label)
+        self.check_to(case, other, route, note=" (second call)")
+        self.check_copy_false(case, other)
         forced = self.call(
             f"explain({label}, {oname!r}, copy=True)", lambda: explain(x, oname, copy=True)
         )
-        self.check_to(x, self.spec, other, forced, dtype, data, label, copy=True)
+        self.check_to(case, other, forced, copy=True)
         line = f"{tag} -> {oname}: {'zero-copy' if route.zero_copy else 'copy'}"
         if not self.spec.target:
             self.ok(line)
             return True, False
-        back_label = f"{oname} result of {label}"
+        back = result._replace(label=f"{oname} result of {label}")
         try:
-            back_route = explain(y, name)
+            back_route = explain(back.x, name)
         except NoRouteError as exc:
             self.ok(f"{line}; back: no route ({_first(exc)})")
             return True, False
-        self.check_to(y, other, self.spec, back_route, dtype, data, back_label, keyed=True)
+        self.check_to(back, self.spec, back_route, keyed=True)
         self.ok(f"{line}; back: {'zero-copy' if back_route.zero_copy else 'copy'}")
         return True, True
 
@@ -571,18 +592,17 @@ class _Kit:
             return
         data = _nested(_SHAPE, dtype)
         z = self.example(data, dtype, other)
-        label = f"{other.name}'s {dtype} example"
         try:
             route = explain(z, self.name)
         except NoRouteError as exc:
             self.ok(f"{other.name} {dtype} -> {self.name}: no route ({_first(exc)})")
             return
-        self.check_to(z, other, self.spec, route, dtype, data, label, keyed=True)
+        case = Case(z, other, dtype, data, f"{other.name}'s {dtype} example")
+        self.check_to(case, self.spec, route, keyed=True)
 
-    def check_copy_false(
-        self, x: Any, dtype: str, data: Any, other: FrameworkSpec, label: str
-    ) -> None:
+    def check_copy_false(self, case: Case, other: FrameworkSpec) -> None:
         """copy=False converts without a copy exactly where explain(copy=False) finds a route."""
+        x, label = case.x, case.label
         try:
             route = explain(x, other.name, copy=False)
         except CopyRequiredError:
@@ -590,7 +610,7 @@ class _Kit:
         except Exception as exc:
             self.fail(f"explain({label}, {other.name!r}, copy=False) raised {exc!r}", exc)
         if route is not None:
-            self.check_to(x, self.spec, other, route, dtype, data, label, copy=False)
+            self.check_to(case, other, route, copy=False)
             return
         what = _to_call(label, other.name, False)
         try:
@@ -606,33 +626,35 @@ class _Kit:
         self.fail(f"{what} returned although explain() says every route copies")
 
     def check_to(
-        self, x: Any, x_spec: FrameworkSpec, target: FrameworkSpec, route: Any, dtype: str,
-        data: Any, label: str, copy: bool | None = None, note: str = "", keyed: bool = False,
-    ) -> Any:  # fmt: skip
-        """``to(x, target, copy=copy)`` along ``route`` (what explain() planned), checked.
+        self, case: Case, target: FrameworkSpec, route: Any, *,
+        copy: bool | None = None, note: str = "", keyed: bool = False,
+    ) -> Case:  # fmt: skip
+        """``to(case.x, target, copy=copy)`` along ``route`` (what explain() planned), checked;
+        returns the result as a Case named by the call (plus ``note``).
 
-        The result holds ``data`` as ``dtype`` in ``target``'s arrays; it shares the source's
-        memory exactly where it must (copy=False), must not (copy=True) or where the route
-        claims zero-copy (copy=None); it is what the route's steps promise. ``keyed``: the
-        result's key is recorded too (a result of the framework under test).
+        The result holds ``case.data`` as ``case.dtype`` in ``target``'s arrays; it shares the
+        source's memory exactly where it must (copy=False), must not (copy=True) or where the
+        route claims zero-copy (copy=None); it is what the route's steps promise. ``keyed``:
+        the result's key is recorded too (a result of the framework under test).
         """
-        what = _to_call(label, target.name, copy) + note
-        y = self.call(what, lambda: to(x, target.name, copy=copy))
-        self.check_result(y, target, dtype, data, what)
+        what = _to_call(case.label, target.name, copy) + note
+        y = self.call(what, lambda: to(case.x, target.name, copy=copy))
+        result = case._replace(x=y, spec=target, label=what)
+        self.check_result(result)
         if copy is None:
-            self.check_shared(x, x_spec, y, target, route.zero_copy, what, "explain() claims")
+            self.check_shared(case, result, route.zero_copy, "explain() claims")
         else:
-            self.check_shared(x, x_spec, y, target, not copy, what, f"copy={copy}")
-        self.check_claims(x, x_spec, route, y, target, what, copy)
+            self.check_shared(case, result, not copy, f"copy={copy}")
+        self.check_claims(case, result, route, copy)
         if keyed:
-            self.record_key(y, target.describe(y).plan_key(), what)
-        return y
+            self.record_key(result, target.describe(y).plan_key())
+        return result
 
     def check_claims(
-        self, x: Any, x_spec: FrameworkSpec, route: Any, y: Any, y_spec: FrameworkSpec,
-        what: str, copy: bool | None = None,
-    ) -> None:  # fmt: skip
-        """The result is what the route's declarations promise the planner.
+        self, source: Case, result: Case, route: Any, copy: bool | None = None
+    ) -> None:
+        """``result`` (of ``source`` along ``route``) is what the route's declarations promise
+        the planner.
 
         The planner predicts each step's result from its ConverterSpec (zero-copy keeps the
         layout and alignment, a copy is C-contiguous, writable and aligned unless
@@ -640,15 +662,16 @@ class _Kit:
         result must not contradict that prediction, or later steps and cached plans rely on
         something false.
         """
-        expected = x_spec.describe(x).plan_key(copy)
+        expected = source.spec.describe(source.x).plan_key(copy)
         graph = self.reg.state.graph
-        goal = Goal(y_spec.name, route.target.rpartition("@")[2])
+        goal = Goal(result.spec.name, route.target.rpartition("@")[2])
         for step in route.steps:
             edge = self.edge_of(step)
             if edge is None:
                 return  # a step this registry cannot name (should not happen): no prediction
             expected = advance(expected, edge, graph.kind(expected.kind), goal)
-        got = y_spec.describe(y).plan_key(copy)
+        got = result.spec.describe(result.x).plan_key(copy)
+        what = result.label
         last = f"{route.steps[-1].converter!r} [{route.steps[-1].plugin}]" if route.steps else ""
         for field in ("framework", "device", "dtype", "layout"):
             if getattr(got, field) != getattr(expected, field):
@@ -684,7 +707,9 @@ class _Kit:
                 return edge
         return None
 
-    def check_result(self, y: Any, spec: FrameworkSpec, dtype: str, values: Any, what: str) -> None:
+    def check_result(self, result: Case) -> None:
+        """``result`` is an array of its spec, with its dtype, shape and values."""
+        y, spec, dtype, what = result.x, result.spec, result.dtype, result.label
         owner = self.owner(y)
         if owner is None or owner.name != spec.name:
             self.fail(
@@ -694,18 +719,18 @@ class _Kit:
         info = self.call(f"describe() of {what}", lambda: spec.describe(y))
         if info.dtype != dtype:
             self.fail(f"{what} has dtype {info.dtype}, not {dtype}")
-        if tuple(info.shape) != _shape_of(values):
-            self.fail(f"{what} has shape {info.shape}, not {_shape_of(values)}")
-        self.check_values(y, spec, dtype, values, what)
+        if tuple(info.shape) != _shape_of(result.data):
+            self.fail(f"{what} has shape {info.shape}, not {_shape_of(result.data)}")
+        self.check_values(result)
 
-    def check_shared(
-        self, a: Any, a_spec: FrameworkSpec, b: Any, b_spec: FrameworkSpec, shared: bool,
-        what: str, why: str,
-    ) -> None:  # fmt: skip
-        """The data pointers of source ``a`` and result ``b`` are equal exactly if ``shared``.
+    def check_shared(self, source: Case, result: Case, shared: bool, why: str) -> None:
+        """The data pointers of ``source`` and ``result`` are equal exactly if ``shared``
+        (``why``: the claim messages quote).
 
         Read by each framework's own data_ptr, and by independent_data_ptr where it can.
         """
+        a, a_spec, b, b_spec = source.x, source.spec, result.x, result.spec
+        what = result.label
         pa = self.call(f"{a_spec.name}'s data_ptr", lambda: a_spec.data_ptr(a))
         pb = self.call(f"{b_spec.name}'s data_ptr", lambda: b_spec.data_ptr(b))
         ia, ib = independent_data_ptr(a), independent_data_ptr(b)
@@ -730,21 +755,22 @@ class _Kit:
                     f"pointers {pa:#x} and {pb:#x})"
                 )
 
-    def check_variants(self, dtype: str, x: Any, data: Any) -> None:
+    def check_variants(self, case: Case) -> None:
         """Views of an example (transposed, strided, reversed, offset), where supported."""
         built = []
+        dtype = case.dtype
         for label, op, on_values in _VARIANTS:
             try:
-                v = op(x)
+                v = op(case.x)
             except Exception:
                 continue
             if self.owner(v) is not self.spec:
                 continue
-            values = on_values(data)
             what = f"{label} of a {dtype} example"
-            self.check_array(v, dtype, values, what)
+            variant = Case(v, self.spec, dtype, on_values(case.data), what)
+            self.check_array(variant)
             for other in self.others:
-                self.check_pair(v, dtype, values, other, what, f"{dtype} {label}")
+                self.check_pair(variant, other, f"{dtype} {label}")
             built.append(label)
         if built:
             self.ok(f"{dtype} views {', '.join(built)}: described, converted, round-tripped")
