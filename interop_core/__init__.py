@@ -1,7 +1,11 @@
-"""interop_core: route arrays between NumPy, PyTorch, JAX and TensorFlow, zero-copy first.
+"""interop_core: move arrays, functions and data pipelines between array frameworks over a
+graph of converters that plugins declare, zero-copy first, saying which route it took.
 
-``import interop_core`` imports the standard library and pluggy only; frameworks are
-imported by the plugins' converters when a route first needs them.
+What users import is here: ``to()``, ``explain()``, the errors, the specs and ``Route``.
+Plugin authors import from :mod:`interop_core.plugin` and test with
+:mod:`interop_core.testing`. ``import interop_core`` imports the standard library and
+pluggy only; the frameworks (which the built-in plugins teach) are imported by converters
+when a route first needs them.
 """
 
 from .declare.context import CallContext

@@ -334,11 +334,16 @@ class Graph:
         self.by_source: dict[tuple[str, str], list[ConverterSpec]] = defaultdict(list)
         #: id(edge) -> the rules of its target it must meet (absent: none).
         self.rules: dict[int, Rules] = {}
+        #: id(edge) of the edges whose verdict may turn on a global flag (its own or its
+        #: target's switches): only they are asked which flags a verdict read.
+        self.flagged: set[int] = set()
         for e in self.edges:
             self.by_source[e.source, e.kind].append(e)
             rules = _rules_of(e, by_name.get(e.target), self.kinds.get(e.kind))
             if rules is not None:
                 self.rules[id(e)] = rules
+            if getattr(e.accepts, "flag", None) is not None or (rules and rules.switches):
+                self.flagged.add(id(e))
         #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
         #: the first declared, for objects of a framework that declares none for it.
         self.advice: dict[tuple[str, str], str] = {}
@@ -483,7 +488,7 @@ class Graph:
                         reason = Reason(f"taken only on request: pass {edge.opt_in}=", ON_REQUEST)
                     else:
                         reason = self.verdict(edge, key)
-                if dtype:
+                if dtype and id(edge) in self.flagged:
                     flags.update(dict.fromkeys(self.flags_read(edge, dtype)))
                 ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
                 if reason is not None:
