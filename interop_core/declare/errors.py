@@ -130,12 +130,12 @@ class RefusedEdge(NamedTuple):
         return f"  - {self.converter} [{self.edge}] from plugin {self.plugin!r}: {self.reason}"
 
 
-def _shown(refused: Sequence[RefusedEdge]) -> list[RefusedEdge]:
+def shown_refusals(refused: Sequence[RefusedEdge]) -> list[RefusedEdge]:
     """The refusals worth listing: never variant mismatches, and edges taken only on request
     only when nothing else refused (then passing the option is the way)."""
-    shown = [r for r in refused if r.category != VARIANT]
-    decisive = [r for r in shown if r.category != ON_REQUEST]
-    return decisive or shown
+    listed = [r for r in refused if r.category != VARIANT]
+    decisive = [r for r in listed if r.category != ON_REQUEST]
+    return decisive or listed
 
 
 def _listing(shown: Sequence[RefusedEdge]) -> str:
@@ -166,7 +166,7 @@ class NoRouteError(InteropError, LookupError):
         relevant: Sequence[RefusedEdge] | None = None,
     ) -> None:
         self.refused = list(refused)
-        shown = _shown(self.refused if relevant is None else relevant)
+        shown = shown_refusals(self.refused if relevant is None else relevant)
         lead = f": {shown[0].reason}" if shown else ""
         tail = f"\n{advice}" if advice else ""
         super().__init__(f"No route {what}{lead}.\nConverters refused:\n{_listing(shown)}{tail}")
@@ -182,7 +182,7 @@ class CopyRequiredError(InteropError, BufferError):
         relevant: Sequence[RefusedEdge] | None = None,
     ) -> None:
         self.refused = list(refused)
-        shown = _shown(self.refused if relevant is None else relevant)
+        shown = shown_refusals(self.refused if relevant is None else relevant)
         super().__init__(
             f"Cannot convert {what} without a copy (copy=False). Zero-copy converters refused:\n"
             f"{_listing(shown)}\nPass copy=None to allow a copy, or copy=True to force one."

@@ -17,7 +17,7 @@ from typing import Any
 
 import pluggy
 
-from .specs import ConverterSpec, Device, FrameworkSpec, KindSpec
+from .specs import ConverterSpec, Device, FrameworkSpec, Kind, KindSpec
 
 PROJECT = "interop_core"
 
@@ -47,14 +47,17 @@ def interop_converters() -> Sequence[ConverterSpec]:
 
 
 @hookspec
-def interop_kinds() -> Sequence[KindSpec]:
-    """Declare objects of kinds other than arrays that frameworks own (functions, ...).
+def interop_kinds() -> Sequence[Kind | KindSpec]:
+    """Declare kinds of object (functions, iterators, ...) and the objects of them.
 
     Called by the registry once per build, after ``interop_frameworks``. Return a sequence
-    of :class:`KindSpec`; each names a declared framework, or "" for objects that do not
-    say which framework they belong to (plain Python callables: the user passes
-    ``source=``). A framework's arrays are its FrameworkSpec; this hook adds the rest.
-    Must not import any framework.
+    of :class:`Kind` (what a kind is: its traits, how ``copy=`` and ``device=`` apply, ...;
+    arrays are the core's own; several plugins may declare one kind alike, a different
+    declaration of a taken name is a conflict) and :class:`KindSpec` (how objects of a kind
+    are found; each names a declared framework, ``ANY`` for objects of none, or "" for
+    objects that do not say which framework they belong to: plain Python callables, where
+    the user passes ``source=``). A framework's arrays are its FrameworkSpec. Must not
+    import any framework.
     """
 
 

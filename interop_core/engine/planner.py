@@ -32,6 +32,7 @@ from ..declare.errors import (
     Reason,
     RefusedEdge,
     category,
+    shown_refusals,
 )
 from ..declare.predicates import GlobalFlag, reads_alignment, reads_flag
 from ..declare.specs import (
@@ -576,9 +577,10 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
     # "Why not zero-copy": edges into the target from a framework the route passed through.
     passed = {k.framework for k, _, _ in path}
     why = tuple(
-        r for r in found.refused
-        if r.target == goal.framework and r.source in passed and r.category != VARIANT
-    )  # fmt: skip
+        shown_refusals(
+            [r for r in found.refused if r.target == goal.framework and r.source in passed]
+        )
+    )
     goal_kind = graph.kind(goal.kind or start.kind)
     # One copy between devices is the move itself: no refusal explains it (between host
     # devices, which share memory, a move need not copy).

@@ -1,11 +1,12 @@
-"""Planning and running the route for one array: the slow path behind ``to()``.
+"""Planning and running the route for one object: the slow path behind ``to()``.
 
-A :class:`Request` records what is asked (the source array's description, the target,
-the device with its index, copy, options). The router plans its route, binds the
-converters, stores the runner in the plan cache and runs it. A step that fails is never
-run again in the same call: BufferError/NotImplementedError exclude its converter for that
-request until the registry changes (one warning) and the route is re-planned; any other
-exception becomes a ConversionError naming the converter and its plugin.
+A :class:`Request` records what is asked (the start node, the object's kind and framework,
+the target, the device with its index, copy, options). The router plans its route, binds
+the converters, caches the plan (in the warm tables for arrays, by option names for other
+kinds) and runs it. A step that fails is never run again in the same call:
+BufferError/NotImplementedError leave its converter out for that object only (warned once
+per route) and the route is re-planned; any other exception becomes a ConversionError
+naming the converter and its plugin.
 """
 
 from __future__ import annotations
