@@ -209,21 +209,25 @@ def advance(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> PlanKe
         traits = None  # a new kind of object: none of the old one's traits hold
     elif kind.advance is not None:
         traits = kind.advance(traits, edge)
-    device = key.device
-    if edge.to_device is not None:  # a move lands on the goal's index when it goes there
-        device = (
-            goal.device
-            if device_kind(goal.device) == edge.to_device
-            else str(Device(edge.to_device))
-        )
-    elif kind.on_device and edge.target not in (key.framework, ANY) and device != "cpu":
-        # Host device indexes are each framework's own (JAX's cpu:3); CUDA ordinals are
-        # shared. An object crossing frameworks on the host lands on the target's "cpu".
-        device = device if device_kind(device) != "cpu" else "cpu"
     return PlanKey(
         edge.result_kind or key.kind, goal.framework if edge.target == ANY else edge.target,
-        device, traits, (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
+        landing(key, edge, kind, goal), traits, (key.flags & edge.keeps_flags) | edge.adds_flags,
+        key.copy,
     )  # fmt: skip
+
+
+def landing(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> str:
+    """The device the result of taking ``edge`` from ``key`` lands on."""
+    device = key.device
+    if edge.to_device is not None:  # a move lands on the goal's index when it goes there
+        if device_kind(goal.device) == edge.to_device:
+            return goal.device
+        return str(Device(edge.to_device))
+    if kind.on_device and edge.target not in (key.framework, ANY) and device != "cpu":
+        # Host device indexes are each framework's own (JAX's cpu:3); CUDA ordinals are
+        # shared. An object crossing frameworks on the host lands on the target's "cpu".
+        return device if device_kind(device) != "cpu" else "cpu"
+    return device
 
 
 class Goal(NamedTuple):
@@ -474,16 +478,18 @@ class Graph:
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
                     continue
-                nxt_key = advance(key, edge, kind, goal)
-                if edge.to_device is not None and nxt_key.device == key.device:
+                # The node after the edge is built only for edges that take the key.
+                lands = landing(key, edge, kind, goal)
+                if edge.to_device is not None and lands == key.device:
                     continue  # a move to where the object already is
                 reason: str | None = None
                 if kind.on_device:
-                    landing = device_kind(nxt_key.device)
-                    if landing not in kinds:
+                    there = device_kind(lands)
+                    if there not in kinds:
                         continue
-                    if landing != "cpu" and sees is not None:
-                        reason = sees(nxt_key.framework, nxt_key.device)
+                    if there != "cpu" and sees is not None:
+                        framework = goal.framework if edge.target == ANY else edge.target
+                        reason = sees(framework, lands)
                 if reason is None:
                     if edge.opt_in and edge.opt_in not in goal.opted_in:
                         reason = Reason(f"taken only on request: pass {edge.opt_in}=", ON_REQUEST)
@@ -495,7 +501,7 @@ class Graph:
                 if reason is not None:
                     refusals.add(edge, reason, ncost)
                     continue
-                nxt = (nxt_key, copied or not edge.zero_copy)
+                nxt = (advance(key, edge, kind, goal), copied or not edge.zero_copy)
                 if nxt not in best or ncost < best[nxt]:
                     best[nxt] = ncost
                     back[nxt] = ((key, copied), edge)
