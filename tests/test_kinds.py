@@ -7,11 +7,11 @@ they are called with through the context's ``to()``, as the real JAX/TF/torch br
 
 from __future__ import annotations
 
-import array
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from toys import AlphaArr, Arr, BetaArr, DeltaArr, GammaArr, share, toy
 
 from interop_core import (
     ConversionError,
@@ -23,37 +23,12 @@ from interop_core import (
     NotAnArrayError,
     OptionError,
     Registry,
-    TensorInfo,
     explain,
     hookimpl,
     to,
 )
 from interop_core.declare.context import CallContext
-from interop_core.declare.specs import CPU
 from interop_core.testing import isolated_registry
-
-
-class Arr:
-    """A toy array over an array.array; subclasses are frameworks."""
-
-    def __init__(self, values: Any = (), buf: array.array[float] | None = None) -> None:
-        self.buf = buf if buf is not None else array.array("d", values)
-
-
-class AlphaArr(Arr):
-    pass
-
-
-class BetaArr(Arr):
-    pass
-
-
-class GammaArr(Arr):
-    pass
-
-
-class DeltaArr(Arr):
-    pass
 
 
 class AlphaFunction:
@@ -64,24 +39,6 @@ class AlphaFunction:
 
     def __call__(self, *args: Any) -> Any:
         return self.f(*args)
-
-
-def toy(name: str, cls: type[Arr]) -> FrameworkSpec:
-    return FrameworkSpec(
-        name=name,
-        array_types=(f"{cls.__module__}.{cls.__qualname__}",),
-        describe=lambda x: TensorInfo(name, "float64", CPU, (len(x.buf),), "C", False, True),
-        key=lambda x: 0,
-        data_ptr=lambda x: x.buf.buffer_info()[0],
-        dtypes=frozenset({"float64"}),
-    )
-
-
-def share(source: str, target: str, cls: type[Arr]) -> ConverterSpec:
-    return ConverterSpec(
-        name=f"{source}->{target} view", source=source, target=target, zero_copy=True,
-        load=lambda: lambda x: cls(buf=x.buf),
-    )  # fmt: skip
 
 
 #: What the bridges saw, in call order.

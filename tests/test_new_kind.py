@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from toys import AlphaArr, Arr, BetaArr, share, toy
 
 from interop_core import (
     ANY,
@@ -21,29 +22,12 @@ from interop_core import (
     Registry,
     Route,
     RouteTree,
-    TensorInfo,
     explain,
     hookimpl,
     to,
 )
 from interop_core.declare.context import CallContext
-from interop_core.declare.specs import CPU
 from interop_core.testing import isolated_registry
-
-
-class Arr:
-    """A toy array over an array.array; subclasses are frameworks."""
-
-    def __init__(self, values: Any = (), buf: array.array[float] | None = None) -> None:
-        self.buf = buf if buf is not None else array.array("d", values)
-
-
-class AlphaArr(Arr):
-    pass
-
-
-class BetaArr(Arr):
-    pass
 
 
 class AlphaCheckpoint(dict[str, Any]):
@@ -52,24 +36,6 @@ class AlphaCheckpoint(dict[str, Any]):
 
 class Checkpoint(dict[str, Any]):
     """A checkpoint of any framework's arrays: what the conversion returns."""
-
-
-def toy(name: str, cls: type[Arr]) -> FrameworkSpec:
-    return FrameworkSpec(
-        name=name,
-        array_types=(f"{cls.__module__}.{cls.__qualname__}",),
-        describe=lambda x: TensorInfo(name, "float64", CPU, (len(x.buf),), "C", False, True),
-        key=lambda x: 0,
-        data_ptr=lambda x: x.buf.buffer_info()[0],
-        dtypes=frozenset({"float64"}),
-    )
-
-
-def view(source: str, target: str, cls: type[Arr]) -> ConverterSpec:
-    return ConverterSpec(
-        name=f"{source}->{target} view", source=source, target=target, zero_copy=True,
-        load=lambda: lambda x: cls(buf=x.buf),
-    )  # fmt: skip
 
 
 def copy_edge(name: str, cls: type[Arr]) -> ConverterSpec:
@@ -89,7 +55,7 @@ class Toys:
     @hookimpl
     def interop_converters(self) -> list[ConverterSpec]:
         return [
-            view("alpha", "beta", BetaArr), view("beta", "alpha", AlphaArr),
+            share("alpha", "beta", BetaArr), share("beta", "alpha", AlphaArr),
             copy_edge("alpha", AlphaArr), copy_edge("beta", BetaArr),
         ]  # fmt: skip
 

@@ -77,8 +77,9 @@ class PlanCache:
         #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
         #: is not kept alive by them, and only so many such classes are kept at once.
         self.types = TypeTable()
-        #: (key function, type) pairs whose key raised, each warned about once.
-        self.bad_keys: set[tuple[KeyFn, type]] = set()
+        #: (type, key function) pairs whose key raised, each warned about once.
+        #: Kept through :attr:`types`, so a class made at run time is not kept alive.
+        self.bad_keys: dict[tuple[Any, KeyFn], bool] = {}
 
     def store(
         self, obj: Any, spec: FrameworkSpec, target: str, fast_key: FastKey, plan: Plan,
@@ -113,11 +114,11 @@ class PlanCache:
     def key_failed(self, keyfn: KeyFn, obj: Any, exc: BaseException) -> None:
         """A framework's key function raised on ``obj``: such objects are planned on every
         call (slow). Warn once per key function and type, naming the function."""
-        ident = (keyfn, type(obj))
+        cls = type(obj)
         try:
-            if ident in self.bad_keys:
+            if (cls, keyfn) in self.bad_keys:
                 return
-            self.bad_keys.add(ident)
+            self.types.put(self.bad_keys, cls, (cls, keyfn), True)
         except TypeError:  # an unhashable class was reported by detection already
             return
         warnings.warn(

@@ -201,9 +201,12 @@ class RouteTree:
         return getattr(self.tree, name)
 
 
-def advance(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> PlanKey:
+def advance(
+    key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal, lands: str | None = None
+) -> PlanKey:
     """The node of the result of taking ``edge`` from ``key`` (of ``kind``) towards
-    ``goal`` (whose framework an edge to ``ANY`` reaches)."""
+    ``goal`` (whose framework an edge to ``ANY`` reaches); ``lands`` is its device when
+    already known (see :func:`landing`)."""
     traits = key.traits
     if edge.result_kind and edge.result_kind != key.kind:
         traits = None  # a new kind of object: none of the old one's traits hold
@@ -211,8 +214,8 @@ def advance(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> PlanKe
         traits = kind.advance(traits, edge)
     return PlanKey(
         edge.result_kind or key.kind, goal.framework if edge.target == ANY else edge.target,
-        landing(key, edge, kind, goal), traits, (key.flags & edge.keeps_flags) | edge.adds_flags,
-        key.copy,
+        landing(key, edge, kind, goal) if lands is None else lands, traits,
+        (key.flags & edge.keeps_flags) | edge.adds_flags, key.copy,
     )  # fmt: skip
 
 
@@ -501,7 +504,7 @@ class Graph:
                 if reason is not None:
                     refusals.add(edge, reason, ncost)
                     continue
-                nxt = (advance(key, edge, kind, goal), copied or not edge.zero_copy)
+                nxt = (advance(key, edge, kind, goal, lands), copied or not edge.zero_copy)
                 if nxt not in best or ncost < best[nxt]:
                     best[nxt] = ncost
                     back[nxt] = ((key, copied), edge)
