@@ -21,7 +21,7 @@ from ..declare.errors import (
 )
 from ..declare.specs import ANY, ConverterSpec, Device, FrameworkSpec, KindSpec, KnownFramework
 from .casting import convert_cast, explain_cast, parse_dtype
-from .containers import map_leaves
+from .containers import MAX_DEPTH, map_leaves
 from .detect import Detector, first_claiming
 from .plancache import PlanCache
 from .planner import Graph, RouteTree
@@ -36,6 +36,13 @@ from .router import (
     snapshot,
     warm_failure,
 )
+
+
+class _Unplanned(Exception):
+    """A leaf of a container met on the warm path has no runner yet."""
+
+
+_UNKNOWN = object()
 
 
 class Hooks(NamedTuple):
@@ -117,16 +124,22 @@ class State:
         if options or not (copy is None or copy is True or copy is False):
             return self._slow(obj, target, device, copy, options, False)
         failed: Exception | None = None
+        cls = type(obj)
         try:
             if device is None and copy is None:  # the common request: two one-object lookups
-                keyfn, runners = self.plain[target][type(obj)]
+                entry = self.plain[target].get(cls)
             else:
-                keyfn, runners = self.fast[type(obj), target, device, copy]
-        except Exception:  # not planned yet, or unhashable arguments: the slow path says
+                entry = self.fast.get((cls, target, device, copy))
+        except Exception:  # nothing planned for the target, or unhashable arguments
+            entry = None
+        if entry is None:  # no exception raised: a batch comes here on every call
+            if cls is dict or cls is list or cls is tuple:
+                return self._tree(obj, target, device, copy)
             run = None
         else:
+            keyfn = entry[0]
             try:
-                run = runners.get(keyfn(obj))
+                run = entry[1].get(keyfn(obj))
             except Exception as exc:  # the framework's key function failed on obj
                 failed, run = exc, None
         if run is None:  # outside the except: the lookup's KeyError is no context of its errors
@@ -137,7 +150,63 @@ class State:
         try:
             return run(obj)
         except Exception as exc:  # the failed step is handled, never run again
-            return warm_failure(self, obj, (type(obj), target, device, copy), exc)
+            return warm_failure(self, obj, (cls, target, device, copy), exc)
+
+    def _tree(self, obj: Any, target: Any, device: Any, copy: bool | None) -> Any:
+        """The warm path of a plain dict, list or tuple (a batch): each leaf whose type and
+        key have a runner runs it, a leaf of a type detection found to be no array passes
+        through, and containers are rebuilt as :func:`map_leaves` rebuilds them; no target,
+        device or leaf is looked at twice. Anything else (a leaf not planned yet, a
+        subclass, nesting past MAX_DEPTH or a cycle, no array at all) takes the slow path,
+        which converts the whole call and says what is wrong."""
+        found = [0]
+        try:
+            get = self.plain[target].get if device is None and copy is None else None
+        except Exception:  # nothing planned for this target yet
+            return self._slow(obj, target, device, copy, {}, False)
+        try:
+            out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
+        except _Unplanned:  # a converter's own error passes: its step must not run again
+            found[0] = 0
+        if found[0]:
+            return out
+        return self._slow(obj, target, device, copy, {}, False)
+
+    def _walk(
+        self, x: Any, cls: type, get: Callable[[type], Any] | None, asked: tuple[Any, ...],
+        depth: int, found: list[int],
+    ) -> Any:  # fmt: skip
+        """The items of the container ``x`` (of exact type ``cls``) converted on the warm
+        path, in a container of the same type (see :meth:`_tree`); ``found`` counts arrays.
+        The leaf step is written out here, not called: a batch pays no frame per array."""
+        is_dict = cls is dict
+        out: Any = {} if is_dict else []
+        for k, v in x.items() if is_dict else enumerate(x):
+            t = type(v)
+            try:
+                entry = get(t) if get is not None else self.fast.get((t, *asked))
+                run = None if entry is None else entry[1].get(entry[0](v))
+            except Exception:  # a key function failed, a hash raised: the slow path says
+                raise _Unplanned from None
+            if run is not None:
+                found[0] += 1
+                try:
+                    v = run(v)
+                except Exception as exc:  # handled as the warm path does: never run again
+                    v = warm_failure(self, v, (t, *asked), exc)
+            elif entry is not None:  # a key not planned yet
+                raise _Unplanned
+            elif t is dict or t is list or t is tuple:
+                if depth + 1 >= MAX_DEPTH:  # or a cycle: the slow path says which
+                    raise _Unplanned
+                v = self._walk(v, t, get, asked, depth + 1, found)
+            elif self.detect.cache.get(t, _UNKNOWN) is not None:  # None: detected, no array
+                raise _Unplanned
+            if is_dict:
+                out[k] = v
+            else:
+                out.append(v)
+        return out if is_dict or cls is list else tuple(out)
 
     def explain(
         self, obj: Any, target: Any, *, device: Any = None, copy: bool | None = None,

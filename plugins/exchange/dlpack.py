@@ -19,6 +19,7 @@ from typing import Any
 from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, c_strides, hookimpl
 
 from ..frameworks.cupy import on_device_of
+from ..frameworks.jax import host_importer
 from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
 
 Loader = Callable[[], Callable[[Any], Any]]
@@ -234,25 +235,41 @@ def _tf_from_numpy_bitcast() -> Any:
 # importers below give JAX the canonical strides of the same bytes.
 
 
-def _jax_from_dlpack() -> Any:
+def _jax_from_tf() -> Any:
+    """tf -> JAX: TF's legacy capsule into jaxlib's importer (the public call where that is
+    missing)."""
     import jax.dlpack
+    import tensorflow as tf
 
-    return jax.dlpack.from_dlpack
+    imported = host_importer()
+    if imported is None:
+        return jax.dlpack.from_dlpack
+    to_dlpack = tf.experimental.dlpack.to_dlpack
+
+    def convert(t: Any) -> Any:
+        if not t._num_elements():  # no bytes: JAX's own call, which takes any address
+            return jax.dlpack.from_dlpack(t)
+        return imported(to_dlpack(t))
+
+    return convert
 
 
 def _jax_from_numpy() -> Any:
     import jax.dlpack
     from numpy.lib.stride_tricks import as_strided
 
+    imported = host_importer()
     from_dlpack = jax.dlpack.from_dlpack
 
     def convert(x: Any) -> Any:
         shape = x.shape
         if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            if 0 in shape:  # no bytes: JAX's own call, which takes any address
+                return from_dlpack(x)
             canonical = c_strides(shape, x.itemsize)
             if x.strides != canonical:
                 x = as_strided(x, strides=canonical)
-        return from_dlpack(x)
+        return imported(x.__dlpack__()) if imported is not None else from_dlpack(x)
 
     return convert
 
@@ -260,20 +277,27 @@ def _jax_from_numpy() -> Any:
 def _jax_from_torch() -> Any:
     import jax.dlpack
     import torch
+    import torch.utils.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
+    imported = host_importer()
+    to_dlpack = torch.utils.dlpack.to_dlpack
 
     def convert(t: Any) -> Any:
         shape = t.shape
         if 1 in shape or 0 in shape:  # only size-1/empty dims can carry odd strides here
+            if 0 in shape:  # no bytes: JAX's own call, which takes any address
+                return from_dlpack(t)
             canonical = c_strides(tuple(shape), 1)
             if t.stride() != canonical:
                 t = t.as_strided(shape, canonical)
-        if t.is_cuda and t.get_device() != torch.cuda.current_device():
-            # torch exports only from its current device (BufferError otherwise).
-            with torch.cuda.device(t.get_device()):
-                return from_dlpack(t)
-        return from_dlpack(t)
+        if t.is_cuda:
+            if t.get_device() != torch.cuda.current_device():
+                # torch exports only from its current device (BufferError otherwise).
+                with torch.cuda.device(t.get_device()):
+                    return from_dlpack(t)
+            return from_dlpack(t)  # JAX passes its stream to torch's __dlpack__
+        return imported(to_dlpack(t)) if imported is not None else from_dlpack(t)
 
     return convert
 
@@ -415,7 +439,7 @@ def rows() -> list[ConverterSpec]:
                    no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
              Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
-        _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_dlpack, 30.0,
+        _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_tf, 30.0,
              Needs(no_flags=OPAQUE_FLAGS)),
         # cupy <-> torch, jax (CUDA only)
         _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0, Needs(), devices=gpu),
