@@ -3,42 +3,14 @@ graph of converters that plugins declare, zero-copy first, saying which route it
 
 What users import is here: ``to()``, ``explain()``, the errors, the specs and ``Route``.
 Plugin authors import from :mod:`interop_core.plugin` and test with
-:mod:`interop_core.testing`. ``import interop_core`` imports the standard library and
-pluggy only; the frameworks (which the built-in plugins teach) are imported by converters
-when a route first needs them.
+:mod:`interop_core.testing`. ``import interop_core`` is light: it loads
+``to()``, ``explain()`` and the other functions of :mod:`interop_core.face.api`, which need
+only ``contextvars``; every other name here (the errors, the specs, ``Route``, ``Registry``,
+``hookimpl``) loads its module on first use (PEP 562), and the engine, pluggy and the
+plugins load when the first ``to()`` builds the registry. The frameworks (which the
+built-in plugins teach) are imported by converters when a route first needs them.
 """
 
-from .declare.context import CallContext
-from .declare.errors import (
-    ContainerError,
-    ConversionError,
-    CopyRequiredError,
-    DeviceError,
-    FrameworkNotInstalledError,
-    InteropError,
-    InvalidArrayError,
-    NoRouteError,
-    NotAnArrayError,
-    OptionError,
-    PluginError,
-    UnhashableTypeError,
-    UnknownFrameworkError,
-    UnsupportedTransformError,
-)
-from .declare.hookspecs import hookimpl, hookspec
-from .declare.specs import (
-    ANY,
-    ConverterSpec,
-    Device,
-    FrameworkSpec,
-    Kind,
-    KindSpec,
-    KnownFramework,
-    PlanKey,
-    TensorInfo,
-)
-from .engine.planner import Route, RouteTree, Step
-from .engine.registry import Registry
 from .face.api import (
     default_registry,
     explain,
@@ -47,6 +19,70 @@ from .face.api import (
     to,
     unregister,
 )
+
+# typing.TYPE_CHECKING without importing typing (see face/api.py): type checkers and IDEs
+# read the imports below; at run time __getattr__ loads each name when first asked for.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .declare.context import CallContext
+    from .declare.errors import (
+        ContainerError,
+        ConversionError,
+        CopyRequiredError,
+        DeviceError,
+        FrameworkNotInstalledError,
+        InteropError,
+        InvalidArrayError,
+        NoRouteError,
+        NotAnArrayError,
+        OptionError,
+        PluginError,
+        UnhashableTypeError,
+        UnknownFrameworkError,
+        UnsupportedTransformError,
+    )
+    from .declare.hookspecs import hookimpl, hookspec
+    from .declare.specs import (
+        ANY,
+        ConverterSpec,
+        Device,
+        FrameworkSpec,
+        Kind,
+        KindSpec,
+        KnownFramework,
+        PlanKey,
+        TensorInfo,
+    )
+    from .engine.planner import Route, RouteTree, Step
+    from .engine.registry import Registry
+
+#: The names loaded on first use, and the module (under interop_core) each comes from: the
+#: same as the imports above (tests/test_import.py checks both against __all__).
+_LAZY = {
+    "CallContext": "declare.context",
+    **dict.fromkeys(
+        (
+            "ContainerError", "ConversionError", "CopyRequiredError", "DeviceError",
+            "FrameworkNotInstalledError", "InteropError", "InvalidArrayError", "NoRouteError",
+            "NotAnArrayError", "OptionError", "PluginError", "UnhashableTypeError",
+            "UnknownFrameworkError", "UnsupportedTransformError",
+        ),
+        "declare.errors",
+    ),
+    "hookimpl": "declare.hookspecs",
+    "hookspec": "declare.hookspecs",
+    **dict.fromkeys(
+        (
+            "ANY", "ConverterSpec", "Device", "FrameworkSpec", "Kind", "KindSpec",
+            "KnownFramework", "PlanKey", "TensorInfo",
+        ),
+        "declare.specs",
+    ),
+    "Route": "engine.planner",
+    "RouteTree": "engine.planner",
+    "Step": "engine.planner",
+    "Registry": "engine.registry",
+}  # fmt: skip
 
 __version__ = "0.1.0"
 
@@ -89,3 +125,19 @@ __all__ = [
     "to",
     "unregister",
 ]
+
+
+if not TYPE_CHECKING:  # hidden from type checkers: a misspelt name stays an error there
+
+    def __getattr__(name: str) -> object:
+        """Load a public name's module on first use (PEP 562) and keep the name here."""
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+        globals()[name] = value  # later lookups find it without calling __getattr__
+        return value
+
+    def __dir__() -> list[str]:
+        """The module's names, the public ones not loaded yet included."""
+        return sorted(set(globals()) | set(__all__))

@@ -145,3 +145,94 @@ def test_loading_every_converter_changes_no_process_wide_state() -> None:
     out = run_python(code)
     assert out["same"] == [True]
     assert len(out["loaded"]) > 10
+
+
+#: What ``import interop_core`` may load: the package and ``to()``'s module, and the
+#: standard library pieces those need (issue 18: a light import).
+LIGHT_IMPORT = {"interop_core", "interop_core.face", "interop_core.face.api"}
+LIGHT_STDLIB = {"__future__", "contextvars", "_contextvars"}
+
+
+def test_import_loads_only_the_functions_not_the_engine_pluggy_or_plugins() -> None:
+    """The engine, the specs (dataclasses), typing, pluggy and the plugins load when the first
+    to() builds the registry, not at import; to() works after a bare import."""
+    need("numpy")
+    result = run_python(
+        """
+        before = set(sys.modules)
+        import interop_core
+        after_import = set(sys.modules) - before
+        import numpy as np
+        x = np.arange(6, dtype=np.int16)
+        y = interop_core.to(x, "numpy")
+        loaded = {m.partition(".")[0] for m in set(sys.modules) - before}
+        print(json.dumps({"import": sorted(after_import), "frameworks": frameworks(),
+                          "to": [y is x, y.dtype.name, y.tolist()],
+                          "after_to": sorted(loaded)}))
+        """
+    )
+    new = set(result["import"])
+    assert new & LIGHT_IMPORT == LIGHT_IMPORT
+    assert new - LIGHT_IMPORT - LIGHT_STDLIB == set(), sorted(new - LIGHT_IMPORT - LIGHT_STDLIB)
+    assert not {"pluggy", "dataclasses", "typing", "interop_plugins"} & new
+    assert result["frameworks"] == ["numpy"]  # the test's own numpy, imported after
+    assert result["to"] == [True, "int16", [0, 1, 2, 3, 4, 5]]
+    assert {"pluggy", "interop_plugins"} <= set(result["after_to"])
+
+
+def test_every_public_name_loads_on_first_use_as_its_defining_modules_object() -> None:
+    """Each name of __all__ resolves through ``interop_core.X``, ``from interop_core import X``
+    and ``import *`` to the object its module defines, and dir() lists it before it loads."""
+    result = run_python(
+        """
+        import importlib
+        import interop_core
+        lazy = dict(interop_core._LAZY)
+        unloaded = sorted(n for n in lazy if n in vars(interop_core))
+        listed = sorted(set(interop_core.__all__) - set(dir(interop_core)))
+        wrong = []
+        for name in interop_core.__all__:
+            defining = importlib.import_module("interop_core." + lazy[name]) if name in lazy \
+                else interop_core.face.api if name != "__version__" else interop_core
+            ns = {}
+            exec(f"from interop_core import {name}", ns)
+            if not (ns[name] is getattr(interop_core, name) is getattr(defining, name)):
+                wrong.append(name)
+        star = {}
+        exec("from interop_core import *", star)
+        try:
+            interop_core.no_such_name
+            missing = "no error"
+        except AttributeError as e:
+            missing = str(e)
+        print(json.dumps({"unloaded": unloaded, "listed": listed, "wrong": wrong,
+                          "lazy": lazy, "star": sorted(set(interop_core.__all__) - set(star)),
+                          "missing": missing}))
+        """,
+        autoload=False,
+    )
+    assert result["unloaded"] == []  # none was loaded by the import itself
+    assert result["listed"] == []
+    assert result["wrong"] == []
+    assert result["star"] == []
+    assert result["missing"] == "module 'interop_core' has no attribute 'no_such_name'"
+    # the names type checkers see (the `if TYPE_CHECKING:` imports) are the lazy ones, from
+    # the same modules, and together with the eager imports they are exactly __all__
+    import ast
+    from pathlib import Path
+
+    import interop_core
+
+    tree = ast.parse(Path(interop_core.__file__).read_text(encoding="utf-8"))
+    checked: dict[str, str] = {}
+    eager: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for imp in node.body:
+                assert isinstance(imp, ast.ImportFrom) and imp.level == 1
+                checked.update(dict.fromkeys((a.name for a in imp.names), imp.module))
+        elif isinstance(node, ast.ImportFrom):
+            eager.update(a.name for a in node.names)
+    assert checked == result["lazy"]
+    assert eager | set(checked) | {"__version__"} == set(interop_core.__all__)
+    assert not eager & set(checked)

@@ -43,6 +43,7 @@ class _Unplanned(Exception):
 
 
 _UNKNOWN = object()
+_UNPLANNED: Any = object()
 
 
 class Hooks(NamedTuple):
@@ -152,6 +153,11 @@ class State:
         except Exception as exc:  # the failed step is handled, never run again
             return warm_failure(self, obj, (cls, target, device, copy), exc)
 
+    def warm_failed(self, obj: Any, target: Any, exc: Exception) -> Any:
+        """The runner ``to()``'s own warm path found for ``obj`` (device=None, copy=None)
+        raised ``exc``: handled as :meth:`convert` handles it."""
+        return warm_failure(self, obj, (type(obj), target, None, None), exc)
+
     def _tree(self, obj: Any, target: Any, device: Any, copy: bool | None) -> Any:
         """The warm path of a plain dict, list or tuple (a batch): each leaf whose type and
         key have a runner runs it, a leaf of a type detection found to be no array passes
@@ -162,14 +168,15 @@ class State:
         found = [0]
         try:
             get = self.plain[target].get if device is None and copy is None else None
-        except Exception:  # nothing planned for this target yet
-            return self._slow(obj, target, device, copy, {}, False)
-        try:
-            out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
-        except _Unplanned:  # a converter's own error passes: its step must not run again
-            found[0] = 0
-        if found[0]:
-            return out
+        except Exception:  # nothing planned for this target yet (slow path outside except:
+            get = _UNPLANNED  # its errors must not carry this lookup's KeyError)
+        if get is not _UNPLANNED:
+            try:
+                out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
+            except _Unplanned:  # a converter's own error passes: its step must not run again
+                found[0] = 0
+            if found[0]:
+                return out
         return self._slow(obj, target, device, copy, {}, False)
 
     def _walk(

@@ -7,16 +7,25 @@ process-wide one), reads its current state once, and runs on that snapshot to th
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from _thread import allocate_lock
 from contextvars import ContextVar
-from typing import Any
 
-from ..engine.registry import Registry
+# ``import interop_core`` loads this module and nothing heavier than contextvars: the engine
+# (and with it pluggy, the specs and the plugins) loads when the first call builds the
+# registry. TYPE_CHECKING is typing's without importing typing, whose imports (re, enum,
+# collections, functools) cost more than the rest of ``import interop_core``; mypy and IDEs
+# read it as typing's. The same name imported from typing inside the block is what typeguard
+# (the nox typeguard session) recognises: it then leaves these names unchecked instead of
+# looking them up at run time, where they do not exist.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from contextvars import Token
+    from typing import TYPE_CHECKING, Any
+
+    from ..engine.registry import Registry
 
 _default: Registry | None = None
-_default_lock = threading.Lock()
+_default_lock = allocate_lock()  # threading.Lock() without importing threading
 #: The registry using_registry() made current in this thread or asyncio task (None: the
 #: process-wide one). A ContextVar: other threads never see it.
 _current: ContextVar[Registry | None] = ContextVar("interop_core_registry", default=None)
@@ -29,6 +38,8 @@ def default_registry() -> Registry:
     global _default
     reg = _current.get() or _default  # read once: another thread may replace the global
     if reg is None:
+        from ..engine.registry import Registry  # the engine loads here, on first use
+
         with _default_lock:
             reg = _default
             if reg is None:
@@ -46,17 +57,26 @@ def set_default_registry(registry: Registry | None) -> Registry | None:
     return old
 
 
-@contextmanager
-def using_registry(registry: Registry) -> Iterator[Registry]:
+class using_registry:  # lower case: called like the function it was, using_registry(reg)
     """Make ``registry`` what ``to()``/``explain()`` use for a ``with`` block, in this
     thread (or asyncio task) only: other threads keep theirs. A thread started inside the
     block starts without it; run it in ``contextvars.copy_context()`` (or enter the block
     in it) to give it the same registry."""
-    token = _current.set(registry)
-    try:
-        yield registry
-    finally:
-        _current.reset(token)
+
+    # A class, not @contextlib.contextmanager: contextlib would cost ``import interop_core``
+    # more than this whole module.
+    __slots__ = ("_tokens", "registry")
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._tokens: list[Token[Registry | None]] = []  # a stack: the block may nest
+
+    def __enter__(self) -> Registry:
+        self._tokens.append(_current.set(self.registry))
+        return self.registry
+
+    def __exit__(self, *exc_info: object) -> None:
+        _current.reset(self._tokens.pop())
 
 
 def to(
@@ -81,8 +101,22 @@ def to(
     ``source=`` names the framework a plain Python function is written for, and other
     options reach the converters that declare them (``explain()`` lists them).
     """
-    reg = _current.get() or _default or default_registry()
-    return reg.state.convert(obj, target, device, copy, options)
+    st = (_current.get() or _default or default_registry()).state
+    if device is None and copy is None and not options:
+        # The warm path of State.convert for the common request, written out here: a call
+        # less on every to(). Anything unusual (nothing planned, an unhashable target, a
+        # key function that raises) goes to State.convert, which handles and reports it.
+        try:
+            entry = st.plain[target].get(type(obj))
+            run = None if entry is None else entry[1].get(entry[0](obj))
+        except Exception:
+            run = None
+        if run is not None:
+            try:
+                return run(obj)
+            except Exception as exc:  # the failed step is handled, never run again
+                return st.warm_failed(obj, target, exc)
+    return st.convert(obj, target, device, copy, options)
 
 
 def explain(
