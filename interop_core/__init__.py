@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from .engine.planner import Route, RouteTree, Step
     from .engine.registry import Registry
+    from .face.memory import aligned_memory, set_aligned_memory
 
 #: The names loaded on first use, and the module (under interop_core) each comes from: the
 #: same as the imports above (tests/test_import.py checks both against __all__).
@@ -82,6 +83,8 @@ _LAZY = {
     "RouteTree": "engine.planner",
     "Step": "engine.planner",
     "Registry": "engine.registry",
+    "aligned_memory": "face.memory",
+    "set_aligned_memory": "face.memory",
 }  # fmt: skip
 
 __version__ = "0.1.0"
@@ -116,11 +119,13 @@ __all__ = [
     "UnknownFrameworkError",
     "UnsupportedTransformError",
     "__version__",
+    "aligned_memory",
     "default_registry",
     "explain",
     "hookimpl",
     "hookspec",
     "register",
+    "set_aligned_memory",
     "set_default_registry",
     "to",
     "unregister",

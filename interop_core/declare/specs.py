@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:  # predicates builds on this module
     from .predicates import GlobalFlag
@@ -260,6 +260,35 @@ class OrdinaryArrays:
     note: str = ""
 
 
+class AlignedAllocator(Protocol):
+    """What :attr:`Allocator.load` returns: a switch for a framework's allocations."""
+
+    def available(self) -> str | None:
+        """None when it can be used here, else why not (one sentence)."""
+
+    def switch(self, on: bool) -> Any:
+        """Allocate 64-byte aligned memory (``on``) or as by default, in the current
+        thread's context; returns what it replaced, for :meth:`restore`."""
+
+    def restore(self, token: Any) -> None:
+        """Put back what the :meth:`switch` returning ``token`` replaced."""
+
+    def active(self) -> bool:
+        """Whether allocations in the current context are aligned by it."""
+
+
+@dataclass(frozen=True)
+class Allocator:
+    """A framework's opt-in allocator of 64-byte aligned host memory, which
+    ``interop_core.aligned_memory()`` switches on: arrays the framework allocates then
+    reach frameworks that import only aligned buffers (JAX, TensorFlow) zero-copy."""
+
+    #: Imports and returns the switch (:class:`AlignedAllocator`); called when first used.
+    load: Callable[[], AlignedAllocator]
+    #: What a switch reaches, in a sentence (threads, tasks), for the docs and doctor.
+    scope: str = ""
+
+
 @dataclass(frozen=True)
 class FrameworkSpec:
     """A framework (or an array protocol) a plugin teaches the core about.
@@ -350,6 +379,9 @@ class FrameworkSpec:
     #: Arrays made the way user code makes them, which the doctor measures beside the
     #: example (see :class:`OrdinaryArrays`).
     ordinary: tuple[OrdinaryArrays, ...] = ()
+    #: An opt-in allocator of 64-byte aligned memory for the arrays this framework
+    #: allocates (:func:`interop_core.aligned_memory`); None: the framework has none.
+    allocator: Allocator | None = None
 
     @property
     def import_name(self) -> str:

@@ -34,6 +34,8 @@ from ..engine.registry import Registry
 from ..engine.state import State
 from .api import explain, to, using_registry
 from .example_arrays import ORDINARY_NBYTES, ExampleError, make_example, sizes_text
+from .memory import _allocators as allocators
+from .memory import aligned_memory
 
 #: The array every cell of the matrix converts: contiguous float32, shape 2x3.
 _EXAMPLE = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -215,6 +217,7 @@ def measure_rows(
     row, and the example moves to "<name>, 64-byte aligned"). Also what each row measured,
     and the row of each source's example."""
     installed = {s.name for s in sources}
+    block = _aligned_block()
     matrix: dict[str, dict[str, dict[str, Any]]] = {}
     rows: dict[str, dict[str, Any]] = {}
     example_rows: dict[str, str] = {}
@@ -238,12 +241,33 @@ def measure_rows(
                 "arrays": len(arrays), "aligned": aligned,
             }  # fmt: skip
             del arrays
+            if block is not None:  # the same arrays, allocated with the allocators on
+                with block:
+                    arrays = row.build(ORDINARY_NBYTES)
+                label = f"{row.label}, aligned_memory()"
+                matrix[label] = {d.name: measure_arrays(reg, arrays, d) for d in targets}
+                rows[label] = {
+                    "what": "the same, allocated inside interop_core.aligned_memory()",
+                    "framework": s.name, "example": False, "arrays": len(arrays),
+                    "aligned": sum(s.data_ptr(a) % ALIGNMENT == 0 for a in arrays),
+                }  # fmt: skip
+                del arrays
             if row.label == s.name:
                 example_row(
                     s, f"{s.name}, 64-byte aligned",
                     f"a 2x3 {s.name} array on a 64-byte boundary (its example())",
                 )  # fmt: skip
     return matrix, rows, example_rows
+
+
+def _aligned_block() -> aligned_memory | None:
+    """A block that switches on every installed aligned allocator, or None where there is
+    none to switch (none declared, or its C extension not built)."""
+    try:
+        usable = all(a.available() is None for a in allocators())
+    except InteropError:
+        return None
+    return aligned_memory() if usable else None
 
 
 def alignment_bound(

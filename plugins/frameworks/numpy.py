@@ -10,6 +10,8 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     DTYPES,
+    AlignedAllocator,
+    Allocator,
     ConverterSpec,
     Flag,
     FrameworkSpec,
@@ -257,9 +259,25 @@ _ORDINARY = OrdinaryArrays(
         "arrays your code makes (np.ones, np.random, np.load...){also} are copied once into "
         "{targets}. To share memory, use 64-byte aligned buffers: copy once with "
         'to(a, "numpy", copy=True) and keep that array, or take memory torch allocated '
-        "(torch.empty(n).numpy()); explain() tells for a given array."
+        "(torch.empty(n).numpy()), or allocate inside interop_core.aligned_memory() (every "
+        "numpy allocation there is aligned); explain() tells for a given array."
     ),
 )
+
+
+#: Where numpy's data-memory handler applies (it keeps it in a context variable).
+_ALLOCATOR_SCOPE = (
+    "numpy keeps the handler in a context variable: the current thread and what inherits its "
+    "context (asyncio tasks created afterwards, asyncio.to_thread); threads started with "
+    "threading.Thread or a thread pool begin with numpy's default"
+)
+
+
+def _load_allocator() -> AlignedAllocator:
+    """The NEP 49 handler's switch (aligned_memory.py, beside its C extension)."""
+    from . import aligned_memory
+
+    return aligned_memory
 
 
 @hookimpl
@@ -291,6 +309,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             read_dtype=read_dtype,
             example_view=example_view,
             ordinary=(_ORDINARY,),
+            allocator=Allocator(load=_load_allocator, scope=_ALLOCATOR_SCOPE),
         ),
         FrameworkSpec(
             name="numpy.generic",
