@@ -89,6 +89,7 @@ class Section:
 
 _ARRAYS = """
 import array
+import interop_core
 import numpy as np, torch, jax, jax.numpy as jnp, tensorflow as tf
 import PIL.Image
 
