@@ -357,6 +357,7 @@ def test_realloc_paths_and_pickle() -> None:
 def test_arrays_outlive_switches_and_the_interpreter() -> None:
     """Arrays of both handlers alive together, switched on and off many times, freed in
     random order, some alive (in cycles, on a thread's stack, shared with JAX) at exit."""
+    need("jax")
     out = child(
         """
         import gc, random, threading
