@@ -65,6 +65,7 @@ def test_the_switch_holds_for_this_thread_not_for_new_threads() -> None:
     assert not aligned_memory_module.active()
 
 
+@pytest.mark.illtyped
 def test_the_switch_takes_only_booleans() -> None:
     with pytest.raises(OptionError, match="True or False"):
         interop_core.set_aligned_memory(1)  # type: ignore[arg-type]
