@@ -282,6 +282,9 @@ def _jax_from_torch() -> Any:
     from_dlpack = jax.dlpack.from_dlpack
     imported = host_importer()
     to_dlpack = torch.utils.dlpack.to_dlpack
+    # Pinned host memory (only where CUDA is) is kDLCUDAHost to JAX's public call, which
+    # places it on the GPU: it keeps that call.
+    pinnable = torch.cuda.is_available()
 
     def convert(t: Any) -> Any:
         shape = t.shape
@@ -297,7 +300,9 @@ def _jax_from_torch() -> Any:
                 with torch.cuda.device(t.get_device()):
                     return from_dlpack(t)
             return from_dlpack(t)  # JAX passes its stream to torch's __dlpack__
-        return imported(to_dlpack(t)) if imported is not None else from_dlpack(t)
+        if imported is None or (pinnable and t.is_pinned()):
+            return from_dlpack(t)
+        return imported(to_dlpack(t))
 
     return convert
 
