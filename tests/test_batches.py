@@ -137,6 +137,15 @@ def test_container_subclasses_keep_their_type_through_the_slow_path(toys: Toys) 
     assert type(out) is OrderedDict and type(out["a"]) is BetaArr
 
 
+def test_container_subclasses_inside_a_warm_batch_are_converted_too(toys: Toys) -> None:
+    to(batch(), "beta")
+    to(OrderedDict(a=AlphaArr([1.0])), "beta")  # detection has seen the subclass itself
+    inner = OrderedDict(a=AlphaArr([2.0]))
+    out = to({"images": AlphaArr([1.0]), "inner": inner}, "beta")
+    assert type(out["inner"]) is OrderedDict
+    assert type(out["inner"]["a"]) is BetaArr and out["inner"]["a"].buf is inner["a"].buf
+
+
 def test_a_warm_batch_with_no_array_still_raises(toys: Toys) -> None:
     to(batch(), "beta")  # int, str and None are known to be no arrays now
     with pytest.raises(NotAnArrayError):

@@ -42,8 +42,8 @@ class _Unplanned(Exception):
     """A leaf of a container met on the warm path has no runner yet."""
 
 
-_UNKNOWN = object()
-_UNPLANNED: Any = object()
+_UNKNOWN: Any = object()
+_CONTAINERS = (dict, list, tuple)
 
 
 class Hooks(NamedTuple):
@@ -169,8 +169,8 @@ class State:
         try:
             get = self.plain[target].get if device is None and copy is None else None
         except Exception:  # nothing planned for this target yet (slow path outside except:
-            get = _UNPLANNED  # its errors must not carry this lookup's KeyError)
-        if get is not _UNPLANNED:
+            get = _UNKNOWN  # its errors must not carry this lookup's KeyError)
+        if get is not _UNKNOWN:
             try:
                 out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
             except _Unplanned:  # a converter's own error passes: its step must not run again
@@ -207,8 +207,8 @@ class State:
                 if depth + 1 >= MAX_DEPTH:  # or a cycle: the slow path says which
                     raise _Unplanned
                 v = self._walk(v, t, get, asked, depth + 1, found)
-            elif self.detect.cache.get(t, _UNKNOWN) is not None:  # None: detected, no array
-                raise _Unplanned
+            elif issubclass(t, _CONTAINERS) or self.detect.cache.get(t, _UNKNOWN) is not None:
+                raise _Unplanned  # a subclass is rebuilt by the slow path; None: not an array
             if is_dict:
                 out[k] = v
             else:
