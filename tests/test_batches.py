@@ -15,10 +15,14 @@ import pytest
 from toys import AlphaArr, BetaArr, GammaArr, share, toy
 
 from interop_core import (
+    ANY,
+    CallContext,
     ContainerError,
     ConversionError,
     ConverterSpec,
     FrameworkSpec,
+    Kind,
+    KindSpec,
     NotAnArrayError,
     hookimpl,
     to,
@@ -192,3 +196,44 @@ def test_an_iterator_of_batches_converts_each_on_the_warm_path(
     rest = list(it)
     assert slow_calls == []
     assert [r["images"].buf for r in rest] == [b["images"].buf for b in batches[1:]]
+
+
+def _is_bundle(obj: Any) -> bool:
+    """A list that starts with the marker "bundle": one object of the bundle kind."""
+    return isinstance(obj, list) and bool(obj) and obj[0] == "bundle"
+
+
+class Bundles:
+    """A kind alpha owns that takes a whole list (as a list of pipelines is one object)."""
+
+    @hookimpl
+    def interop_kinds(self) -> list[Kind | KindSpec]:
+        return [
+            Kind("bundle", usage="to(bundle, target)"),
+            KindSpec("bundle", "alpha", claims=_is_bundle, description="an alpha bundle"),
+        ]
+
+    @hookimpl
+    def interop_converters(self) -> list[ConverterSpec]:
+        def convert(bundle: list[Any], ctx: CallContext) -> tuple[str, int]:
+            return ("converted bundle", len(bundle))
+
+        return [
+            ConverterSpec(
+                name="bundle", source="alpha", target=ANY, kind="bundle", zero_copy=True,
+                context=True, load=lambda: convert,
+            )
+        ]  # fmt: skip
+
+
+def test_a_list_a_kind_takes_whole_is_that_kind_on_the_warm_path_too(toys: Toys) -> None:
+    from interop_core import register
+
+    register(Bundles(), name="bundles")
+    to({"name": "bundle", "a": AlphaArr([1.0])}, "beta")  # a str is known to be no array
+    plain = [AlphaArr([1.0]), AlphaArr([2.0])]
+    for _ in range(2):  # planned, then warm
+        out = to(plain, "beta")
+        assert [type(y) for y in out] == [BetaArr, BetaArr]
+    bundle = ["bundle", AlphaArr([1.0]), AlphaArr([2.0])]
+    assert to(bundle, "beta") == ("converted bundle", 3)

@@ -73,7 +73,7 @@ class State:
 
     __slots__ = (
         "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "kinds", "known", "names", "parse_hook", "plain", "visible",
+        "kinds", "known", "names", "owned_claims", "parse_hook", "plain", "visible",
     )  # fmt: skip
 
     def __init__(
@@ -97,6 +97,11 @@ class State:
         self.graph = graph
         hooks = hooks or Hooks()
         self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect)
+        #: Structural checks of kinds a framework owns: the ones that may take a whole list
+        #: or tuple as one object (a list of pipelines, one per GPU).
+        self.owned_claims = tuple(
+            k for k in self.detect.kind_claims if k.framework not in ("", ANY)
+        )
         #: Framework name -> importable (checked once per build, without importing).
         self.installed = installed
         #: The plugins' ``interop_parse_device`` hook (None: no plugin implements it).
@@ -170,7 +175,9 @@ class State:
             get = self.plain[target].get if device is None and copy is None else None
         except Exception:  # nothing planned for this target yet (slow path outside except:
             get = _UNKNOWN  # its errors must not carry this lookup's KeyError)
-        if get is not _UNKNOWN:
+        # A list or tuple a kind takes whole is that kind's object (the slow path says so).
+        whole = type(obj) is not dict and first_claiming(self.owned_claims, obj) is not None
+        if get is not _UNKNOWN and not whole:
             try:
                 out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
             except _Unplanned:  # a converter's own error passes: its step must not run again
@@ -430,8 +437,7 @@ class State:
         if found is not None or isinstance(obj, dict):
             return found
         if isinstance(obj, (list, tuple)):
-            owned = (k for k in self.detect.kind_claims if k.framework not in ("", ANY))
-            return first_claiming(owned, obj) if obj else None
+            return first_claiming(self.owned_claims, obj) if obj else None
         return first_claiming(self.detect.kind_claims, obj)
 
     def _object_request(self, obj: Any, spec: KindSpec, asked: Asked) -> Request:
