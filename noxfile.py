@@ -18,6 +18,9 @@ nox.options.sessions = [
 #: 0.0.14.dev20260807 work. Pinned to the nightly tested here, without dependencies: it must
 #: never move torch or jax.
 TORCHAX = "torchax==0.0.14.dev20261026"
+#: tf2jax asks for the full tensorflow package; beside tensorflow-cpu it goes in without its
+#: dependencies (dm-tree comes with .[all-cpu]).
+TF2JAX = "tf2jax==0.3.8"
 nox.options.error_on_missing_interpreters = True
 
 
@@ -115,6 +118,7 @@ def tests(session: nox.Session) -> None:
     """The full stack: numpy, torch, JAX, TensorFlow, DALI and CuPy together (CuPy imports
     without a GPU but cannot allocate: its GPU tests skip, its no-device errors run)."""
     install(session, "all-cpu", "cupy-cuda12x")
+    session.install("--no-deps", TF2JAX)
     pytest(session, "all")
 
 
@@ -167,5 +171,5 @@ def bench(session: nox.Session) -> None:
     # The function rows compare with these; without dependencies, so they never move torch or
     # jax (torch-jax-interop imports chex and toolz without declaring them).
     session.install("--no-deps", "torch-jax-interop==0.0.8", "chex", "toolz")
-    session.install("--no-deps", TORCHAX)
+    session.install("--no-deps", TORCHAX, TF2JAX)
     session.run("python", "benchmarks/bench.py", "--write", "docs/benchmarks.md", *session.posargs)

@@ -19,10 +19,10 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy")
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax")
 _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
-    "dali": "nvidia.dali", "cupy": "cupy",
+    "dali": "nvidia.dali", "cupy": "cupy", "tf2jax": "tf2jax",
 }  # fmt: skip
 
 

@@ -575,6 +575,10 @@ class ConverterSpec:
     #: The name of an option (one of ``options``) the user must pass, truthy, for the
     #: planner to take this edge at all: for routes with process-wide side effects.
     opt_in: str = ""
+    #: The name of an option (one of ``options``) that, passed as False, keeps the planner
+    #: off this edge: the user asks for the route without it (``trace=False`` for the
+    #: traced TF -> JAX edge). Absent or any other value: the edge is taken as usual.
+    opt_out: str = ""
     #: The converter itself makes what it hands the target meet the target's import rules
     #: (``FrameworkSpec.imports``): one that splits a DTensor into blocks and copies those
     #: that are not aligned, say. The planner then skips those rules for this edge (never

@@ -36,6 +36,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.bridges.jax_torch",
     "interop_plugins.bridges.torch_tf",
     "interop_plugins.bridges.torchax_bridge",
+    "interop_plugins.bridges.tf2jax_bridge",
     "interop_plugins.kinds.dali",
     "interop_plugins.exchange.sharding",
 )

@@ -70,9 +70,11 @@ class PlanCache:
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
         #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
-        #: option names given, the opt-in options passed truthy): what planning depends on.
+        #: option names given, the options passed truthy, those passed False): what planning
+        #: depends on.
         self.requests: dict[
-            tuple[RouteKey, tuple[str, ...], frozenset[str]], tuple[Route, Search]
+            tuple[RouteKey, tuple[str, ...], frozenset[str], frozenset[str]],
+            tuple[Route, Search],
         ] = {}
         #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
         #: is not kept alive by them, and only so many such classes are kept at once.

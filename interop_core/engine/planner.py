@@ -246,6 +246,8 @@ class Goal(NamedTuple):
     flags: frozenset[str] = frozenset()
     #: Options the user passed with a value (they open ``opt_in`` edges).
     opted_in: frozenset[str] = frozenset()
+    #: Options the user passed as False (they close ``opt_out`` edges).
+    opted_out: frozenset[str] = frozenset()
 
 
 class Refusals:
@@ -496,6 +498,8 @@ class Graph:
                 if reason is None:
                     if edge.opt_in and edge.opt_in not in goal.opted_in:
                         reason = Reason(f"taken only on request: pass {edge.opt_in}=", ON_REQUEST)
+                    elif edge.opt_out and edge.opt_out in goal.opted_out:
+                        reason = Reason(f"left out on request: {edge.opt_out}=False", ON_REQUEST)
                     else:
                         reason = self.verdict(edge, key)
                 if dtype and id(edge) in self.flagged:

@@ -103,6 +103,11 @@ class Request(NamedTuple):
         )
 
     @property
+    def opted_out(self) -> frozenset[str]:
+        """The options passed as False (they close ``opt_out`` edges)."""
+        return frozenset(name for name, value in self.options if value is False)
+
+    @property
     def goal(self) -> str:
         """The goal device as a string ("" for none)."""
         return "" if self.device is None else str(self.device)
@@ -234,7 +239,7 @@ def find_route(
     ] if opted_in else []  # fmt: skip
     goal = Goal(
         target.name, req.goal, req.goal_kind, frozenset().union(*(e.adds_flags for e in asked)),
-        opted_in,
+        opted_in, req.opted_out,
     )  # fmt: skip
     sees = functools.partial(device_refusal, st)
     found = st.graph.search(req.start, goal, excluded, sees)
@@ -301,7 +306,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     opt_ins = {
         e.opt_in for e in st.declared
         if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
-    }  # fmt: skip
+    } | {e.opt_out for e in st.declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
         return
@@ -415,7 +420,7 @@ def convert(st: State, obj: Any, req: Request, fast_key: FastKey | None = None) 
         if fast_key is not None and req.source is not None:
             _store(st, obj, req, req.source, the_plan, fast_key)
         return run(st, req, obj, the_plan)
-    key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in)
+    key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in, req.opted_out)
     found = st.cache.requests.get(key)
     if found is None:
         found = st.cache.requests[key] = find_route(st, req)

@@ -74,6 +74,11 @@ class SignatureCache(Generic[V]):
                 self.entries.move_to_end(key)
             return found
 
+    def latest(self) -> V | None:
+        """The value used or cached most recently, or None when there is none."""
+        with self.lock:
+            return next(reversed(self.entries.values()), None)
+
     def get_or_make(self, key: Any, make: Callable[[], V]) -> V:
         """The value cached for ``key``, else ``make()``, cached."""
         try:

@@ -1,0 +1,197 @@
+"""TensorFlow functions as native JAX code, through DeepMind's tf2jax (tensorflow -> jax).
+
+tf2jax turns the function's TensorFlow graph into JAX operations, so every JAX transform
+works on the result (jax.jit, grad, vmap, jvp, jacfwd, hessian), where call_tf gives reverse
+mode only. Variables become parameters: ``g.params`` holds their values at conversion time
+(what ``g(*args)`` uses) and ``g.apply(params, *args)`` takes others, so ``jax.grad`` with
+respect to them is TensorFlow's gradient. A function with an ``input_signature`` converts
+when ``to()`` is called (once, at any batch size where the signature has ``None``); others
+convert on their first call per input signature. Where tf2jax cannot convert a function
+(string ops, ``tf.py_function``: "Unsupported operations in graph"), that signature runs
+through the call_tf bridge instead and ``g.fallback`` says why. ``trace=False`` asks for the
+call_tf route from the start. tf2jax is imported only when a function is converted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from interop_core.plugin import CallContext, ConversionError, ConverterSpec, Needs, hookimpl
+
+from .jax_tf import tf_to_jax
+from .shared import SignatureCache, function_edge, function_name
+
+_ASKED_CALL_TF = "output_shape_dtype= was passed: it declares call_tf's outputs, so call_tf runs it"
+#: Conversions kept per function (one per input signature).
+_SIGNATURES = 16
+_MISSING = (
+    "tf2jax is not installed (pip install --no-deps tf2jax dm-tree absl-py: its metadata asks "
+    "for the full tensorflow package even beside tensorflow-cpu)"
+)
+
+
+def _declared_signature(fn: Any) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The TensorSpecs of ``fn``'s ``input_signature`` as (args, kwargs), or None."""
+    signature = getattr(fn, "input_signature", None)
+    if signature is None:
+        return None
+    return tuple(signature), {}
+
+
+def _specs(tree: Any) -> Any:
+    """TensorSpecs for the array leaves of ``tree`` (shapes and dtypes, no data)."""
+    import jax
+    import tensorflow as tf
+
+    def spec(x: Any) -> Any:
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return tf.TensorSpec(tuple(x.shape), tf.as_dtype(jax.numpy.dtype(x.dtype)))
+        return x
+
+    return jax.tree_util.tree_map(spec, tree)
+
+
+class Converted:
+    """One input signature's conversion: the jitted JAX function and the parameters, or
+    the reason tf2jax could not convert it."""
+
+    __slots__ = ("fallback", "params", "run")
+
+    def __init__(self, run: Callable[..., Any] | None, params: Any, fallback: str) -> None:
+        self.run, self.params, self.fallback = run, params, fallback
+
+
+class NativeJaxFunction:
+    """A TensorFlow function as JAX code (see the module's docstring)."""
+
+    def __init__(self, fn: Any, ctx: CallContext) -> None:
+        import tensorflow as tf
+
+        self._source = fn
+        self._name = function_name(fn)
+        # tf2jax converts tf.functions: a Keras model or a plain TF callable is wrapped once.
+        self._tf_fn = fn if hasattr(fn, "get_concrete_function") else tf.function(fn)
+        self._ctx = ctx
+        self._lock = threading.Lock()
+        self._call_tf: Callable[..., Any] | None = None
+        self._cache: SignatureCache[Converted] = SignatureCache(_SIGNATURES)
+        declared = _declared_signature(self._tf_fn)
+        self._declared: Converted | None = None
+        if "output_shape_dtype" in ctx.options:  # call_tf's own option: its route, always
+            self._declared = Converted(None, None, _ASKED_CALL_TF)
+        elif declared is not None:  # (None dims included) converts now, once, for every call
+            self._declared = self._convert(*declared)
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    # -- what users read -----------------------------------------------------------------
+
+    @property
+    def params(self) -> Any:
+        """The function's variables as jax arrays (a dict by variable name), their values at
+        conversion time; what ``g(*args)`` uses. Known once the function has converted: at
+        ``to()`` with an ``input_signature``, else after the first call."""
+        converted = self._declared or self._cache.latest()
+        if converted is None:
+            raise ConversionError(
+                f"The parameters of {self._name} are not known yet: tf2jax converts a "
+                "function without an input_signature on its first call.\nCall it once (or "
+                "give the tf.function an input_signature) before reading .params."
+            )
+        return converted.params
+
+    @property
+    def fallback(self) -> str:
+        """Why the latest call ran through call_tf rather than as JAX code ("" if it did
+        not): tf2jax names the operations it cannot convert."""
+        converted = self._declared or self._cache.latest()
+        return "" if converted is None else converted.fallback
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        converted = self._for(args, kwargs)
+        if converted.run is None:
+            return self._via_call_tf()(*args, **kwargs)
+        return converted.run(converted.params, *args, **kwargs)
+
+    def apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
+        :attr:`params`): differentiate with respect to them with ``jax.grad``."""
+        converted = self._for(args, kwargs)
+        if converted.run is None:
+            raise ConversionError(
+                f"{self._name} runs through call_tf, which takes no parameters: "
+                f"{converted.fallback}"
+            )
+        return converted.run(params, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{self._name} as JAX code (tf2jax)>"
+
+    # -- how ------------------------------------------------------------------------------
+
+    def _for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
+        if self._declared is not None:
+            return self._declared
+        import jax
+
+        flat, tree = jax.tree_util.tree_flatten((args, kwargs))
+        key = (tree, tuple((tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x))))
+                           for x in flat))  # fmt: skip
+        return self._cache.get_or_make(key, lambda: self._convert(*_specs((args, kwargs))))
+
+    def _convert(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
+        import jax
+        import tf2jax
+
+        try:
+            jax_fn, params = tf2jax.convert(self._tf_fn, *args, **kwargs)
+        except Exception as exc:  # unsupported ops (ValueError), or tf2jax's own limits
+            return Converted(None, None, f"tf2jax cannot convert it: {exc}".strip())
+
+        def outputs(params: Any, *a: Any, **k: Any) -> Any:
+            return jax_fn(params, *a, **k)[0]  # tf2jax also returns updated variables
+
+        return Converted(jax.jit(outputs), jax.tree_util.tree_map(jax.numpy.asarray, params), "")
+
+    def _via_call_tf(self) -> Callable[..., Any]:
+        with self._lock:
+            if self._call_tf is None:
+                self._call_tf = tf_to_jax(self._source, self._ctx)
+            return self._call_tf
+
+
+def tf_to_native_jax(fn: Any, ctx: CallContext) -> NativeJaxFunction:
+    """The converter: ``fn`` as JAX code through tf2jax (call_tf where it cannot)."""
+    return NativeJaxFunction(fn, ctx)
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """tensorflow -> jax as native JAX code: cheaper than call_tf, which stays the route for
+    ``trace=False`` and where tf2jax is not installed."""
+    installed = importlib.util.find_spec("tf2jax") is not None  # metadata only, no import
+    return [
+        function_edge(
+            "tf2jax.convert",
+            "tensorflow",
+            "jax",
+            lambda: tf_to_native_jax,
+            accepts=Needs(extra=lambda key: None if installed else _MISSING),
+            cost=0.5,
+            options=("trace", "output_shape_dtype"),
+            opt_out="trace",
+            note=(
+                "the TensorFlow graph becomes JAX operations (tf2jax): jax.jit, grad, vmap, "
+                "jvp and jacfwd all work, and g.params / g.apply(params, ...) expose the "
+                "variables; g(*args) uses their values at conversion time. A function with "
+                "an input_signature converts now; others on their first call per signature. "
+                "Where tf2jax cannot convert (string ops, tf.py_function) that signature runs "
+                "through call_tf and g.fallback says why; trace=False (or call_tf's "
+                "output_shape_dtype=) asks for call_tf"
+            ),
+        )
+    ]
