@@ -112,6 +112,7 @@ class NativeJaxFunction:
         return "" if converted is None else converted.fallback
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        args, kwargs = self._jax_leaves(args, kwargs)
         converted = self._for(args, kwargs)
         if converted.run is None:
             return self._via_call_tf()(*args, **kwargs)
@@ -120,6 +121,7 @@ class NativeJaxFunction:
     def apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
         :attr:`params`): differentiate with respect to them with ``jax.grad``."""
+        args, kwargs = self._jax_leaves(args, kwargs)
         converted = self._for(args, kwargs)
         if converted.run is None:
             raise ConversionError(
@@ -132,6 +134,20 @@ class NativeJaxFunction:
         return f"<{self._name} as JAX code (tf2jax)>"
 
     # -- how ------------------------------------------------------------------------------
+
+    def _jax_leaves(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments with arrays of other frameworks (a tf.Tensor, a torch tensor) made
+        jax arrays by ``to()`` (zero-copy where it can); jax and numpy arrays, tracers and
+        Python values stay as they are."""
+        import jax
+        import numpy as np
+
+        plain = (jax.Array, jax.core.Tracer, np.ndarray, np.generic, int, float, bool, complex)
+        if all(isinstance(x, plain) for x in jax.tree_util.tree_leaves((args, kwargs))):
+            return args, kwargs
+        return self._ctx.to((args, kwargs), "jax")  # type: ignore[no-any-return]
 
     def _for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
         if self._declared is not None:
