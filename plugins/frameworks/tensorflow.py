@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from interop_core.plugin import (
@@ -243,4 +244,21 @@ def interop_kinds() -> list[Kind | KindSpec]:
             ),
             description="a tf.function",
         ),
+        KindSpec(
+            kind="function",
+            framework="tensorflow",
+            claims=_is_tf_keras_layer,
+            description="a Keras model or layer on the TensorFlow backend",
+        ),
     ]
+
+
+def _is_tf_keras_layer(obj: Any) -> bool:
+    """A Keras 3 layer or model whose backend is TensorFlow (one on the JAX or torch
+    backend is that framework's code, not TensorFlow's). Imports nothing: without Keras
+    imported no object can be a Keras layer."""
+    keras: Any = sys.modules.get("keras")
+    layer = getattr(keras, "Layer", None)
+    if layer is None or not isinstance(obj, layer):
+        return False
+    return bool(keras.backend.backend() == "tensorflow")
