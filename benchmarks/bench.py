@@ -56,8 +56,8 @@ MiB = 1 << 20
 Row = list[str]
 Section = tuple[str, Row, list[Row]]
 #: The report's sections, in order, by the names --only takes.
-PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "pipelines",
-         "sharded", "speed", "aligned")  # fmt: skip
+PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "tf2jax",
+         "pipelines", "sharded", "speed", "aligned")  # fmt: skip
 
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
@@ -617,6 +617,7 @@ def main() -> int:
     import pipelines  # benchmarks/pipelines.py, beside this file
     import sharded  # benchmarks/sharded.py, beside this file
     import speed  # benchmarks/speed.py, beside this file
+    import tf2jax_bench  # benchmarks/tf2jax_bench.py, beside this file
 
     try:
         import aligned  # benchmarks/aligned.py, beside this file (issue 18, part 2)
@@ -651,6 +652,7 @@ def main() -> int:
              bench_cold_plan(q))],
         "baseline": lambda: baseline_sections(args.baseline, q),
         "functions": lambda: functions.sections(q),
+        "tf2jax": lambda: tf2jax_bench.sections(q),
         "pipelines": lambda: pipelines.sections(q),
         "sharded": lambda: sharded.sections(q),
         "speed": lambda: speed.sections(q),
@@ -703,6 +705,7 @@ def main() -> int:
         "µs on fast pairs, but by several µs either way (once by 30) on routes into JAX, whose "
         "own 40-150 µs of work varies: read those rows' +0.1 µs mark with that in mind.",
         *functions.NOTES,
+        *tf2jax_bench.NOTES,
         *pipelines.NOTES,
         *sharded.NOTES,
         *speed.NOTES,

@@ -54,6 +54,33 @@ def _specs(tree: Any) -> Any:
     return jax.tree_util.tree_map(spec, tree)
 
 
+def _is_array(x: Any) -> bool:
+    """An array leaf (jax, numpy, a TensorSpec): the rest are Python values."""
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+#: Operations that write a variable: tf2jax returns the new values beside the outputs, which a
+#: function of arrays cannot hand back, so such a function runs through call_tf (TensorFlow
+#: itself), where the writes happen.
+_WRITES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+
+
+def _assignments(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """Why ``tf_fn`` must run in TensorFlow for this signature ("" if it need not): it
+    writes variables (a counter, BatchNorm statistics in training)."""
+    try:
+        graph = tf_fn.get_concrete_function(*args, **kwargs).graph
+        found = sorted({op.type for op in graph.get_operations()} & _WRITES)
+    except Exception:  # tf2jax will meet the same trouble and say what it is
+        return ""
+    if not found:
+        return ""
+    return (
+        f"it writes variables ({', '.join(found)}): as JAX code the writes would be lost, so "
+        "TensorFlow runs it (call_tf)"
+    )
+
+
 class Converted:
     """One input signature's conversion: the jitted JAX function and the parameters, or
     the reason tf2jax could not convert it."""
@@ -61,6 +88,8 @@ class Converted:
     __slots__ = ("fallback", "params", "run")
 
     def __init__(self, run: Callable[..., Any] | None, params: Any, fallback: str) -> None:
+        #: ``run(params, arrays)``: the array leaves of the call's arguments, in order (the
+        #: other leaves, Python values, are part of the signature and closed over).
         self.run, self.params, self.fallback = run, params, fallback
 
 
@@ -78,6 +107,7 @@ class NativeJaxFunction:
         self._lock = threading.Lock()
         self._call_tf: Callable[..., Any] | None = None
         self._cache: SignatureCache[Converted] = SignatureCache(_SIGNATURES)
+        self._params: Any = None  # the variables' values at the first conversion
         declared = _declared_signature(self._tf_fn)
         self._declared: Converted | None = None
         if "output_shape_dtype" in ctx.options:  # call_tf's own option: its route, always
@@ -93,8 +123,9 @@ class NativeJaxFunction:
     @property
     def params(self) -> Any:
         """The function's variables as jax arrays (a dict by variable name), their values at
-        conversion time; what ``g(*args)`` uses. Known once the function has converted: at
-        ``to()`` with an ``input_signature``, else after the first call."""
+        the first conversion (every input signature uses them); what ``g(*args)`` uses.
+        Known once the function has converted: at ``to()`` with an ``input_signature``,
+        else after the first call."""
         converted = self._declared or self._cache.latest()
         if converted is None:
             raise ConversionError(
@@ -113,22 +144,22 @@ class NativeJaxFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = self._jax_leaves(args, kwargs)
-        converted = self._for(args, kwargs)
+        converted, arrays = self._for(args, kwargs)
         if converted.run is None:
             return self._via_call_tf()(*args, **kwargs)
-        return converted.run(converted.params, *args, **kwargs)
+        return converted.run(converted.params, arrays)
 
     def apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
         :attr:`params`): differentiate with respect to them with ``jax.grad``."""
         args, kwargs = self._jax_leaves(args, kwargs)
-        converted = self._for(args, kwargs)
+        converted, arrays = self._for(args, kwargs)
         if converted.run is None:
             raise ConversionError(
                 f"{self._name} runs through call_tf, which takes no parameters: "
                 f"{converted.fallback}"
             )
-        return converted.run(params, *args, **kwargs)
+        return converted.run(params, arrays)
 
     def __repr__(self) -> str:
         return f"<{self._name} as JAX code (tf2jax)>"
@@ -149,29 +180,47 @@ class NativeJaxFunction:
             return args, kwargs
         return self._ctx.to((args, kwargs), "jax")  # type: ignore[no-any-return]
 
-    def _for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
-        if self._declared is not None:
-            return self._declared
+    def _for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Converted, list[Any]]:
+        """The conversion for this call's signature, and the call's array leaves."""
         import jax
 
         flat, tree = jax.tree_util.tree_flatten((args, kwargs))
-        key = (tree, tuple((tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", type(x))))
-                           for x in flat))  # fmt: skip
-        return self._cache.get_or_make(key, lambda: self._convert(*_specs((args, kwargs))))
+        arrays = [x for x in flat if _is_array(x)]
+        if self._declared is not None:
+            return self._declared, arrays
+        # Arrays by shape and dtype; Python values by value (TF traces them as constants).
+        key = (tree, tuple((tuple(x.shape), x.dtype) if _is_array(x) else x for x in flat))
+        converted = self._cache.get_or_make(key, lambda: self._convert(*_specs((args, kwargs))))
+        return converted, arrays
 
     def _convert(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
         import jax
         import tf2jax
 
+        assigns = _assignments(self._tf_fn, args, kwargs)
+        if assigns:
+            return Converted(None, None, assigns)
         try:
             jax_fn, params = tf2jax.convert(self._tf_fn, *args, **kwargs)
         except Exception as exc:  # unsupported ops (ValueError), or tf2jax's own limits
             return Converted(None, None, f"tf2jax cannot convert it: {exc}".strip())
+        flat, tree = jax.tree_util.tree_flatten((args, kwargs))
+        static = [None if _is_array(x) else x for x in flat]
+        mask = [_is_array(x) for x in flat]
 
-        def outputs(params: Any, *a: Any, **k: Any) -> Any:
+        def outputs(params: Any, arrays: list[Any]) -> Any:
+            given = iter(arrays)
+            leaves = [
+                next(given) if is_array else v for is_array, v in zip(mask, static, strict=True)
+            ]
+            a, k = jax.tree_util.tree_unflatten(tree, leaves)
             return jax_fn(params, *a, **k)[0]  # tf2jax also returns updated variables
 
-        return Converted(jax.jit(outputs), jax.tree_util.tree_map(jax.numpy.asarray, params), "")
+        with self._lock:  # every signature uses the values of the first conversion
+            if self._params is None:
+                self._params = jax.tree_util.tree_map(jax.numpy.asarray, params)
+            values = self._params
+        return Converted(jax.jit(outputs), values, "")
 
     def _via_call_tf(self) -> Callable[..., Any]:
         with self._lock:
