@@ -612,3 +612,13 @@ def test_every_signature_uses_the_values_of_the_first_conversion() -> None:
     close(g(jnp.ones(3)), np.ones(3))  # a new signature: still the first values
     close(g(jnp.ones(2)), np.ones(2))
     close(g.params[next(iter(g.params))], 1.0)
+
+
+def test_an_input_the_signature_does_not_take_is_an_interop_error() -> None:
+    import interop_core
+
+    spec = [tf.TensorSpec([None, 3], tf.float32)]
+    g = to(tf.function(lambda x: tf.reduce_sum(x, axis=1), input_signature=spec), "jax")
+    close(g(np.ones((2, 3), np.float32)), np.full(2, 3.0))
+    with pytest.raises(interop_core.ConversionError, match="input_signature"):
+        g(np.ones((2, 4), np.float32))

@@ -147,7 +147,7 @@ class NativeJaxFunction:
         converted, arrays = self._for(args, kwargs)
         if converted.run is None:
             return self._via_call_tf()(*args, **kwargs)
-        return converted.run(converted.params, arrays)
+        return self._run(converted, converted.params, arrays)
 
     def apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
@@ -159,12 +159,27 @@ class NativeJaxFunction:
                 f"{self._name} runs through call_tf, which takes no parameters: "
                 f"{converted.fallback}"
             )
-        return converted.run(params, arrays)
+        return self._run(converted, params, arrays)
 
     def __repr__(self) -> str:
         return f"<{self._name} as JAX code (tf2jax)>"
 
     # -- how ------------------------------------------------------------------------------
+
+    def _run(self, converted: Converted, params: Any, arrays: list[Any]) -> Any:
+        """``converted.run``, with tf2jax's refusal of an input that does not fit the
+        function's ``input_signature`` said as an InteropError."""
+        assert converted.run is not None
+        try:
+            return converted.run(params, arrays)
+        except ValueError as exc:
+            if "incompatible input shape" not in str(exc):
+                raise
+            raise ConversionError(
+                f"{self._name} was called with an input its input_signature does not take: "
+                f"{str(exc).splitlines()[0]}\nPass inputs of the declared shapes (None "
+                "dimensions take any size), or convert a tf.function without that signature."
+            ) from exc
 
     def _jax_leaves(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
