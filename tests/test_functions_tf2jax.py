@@ -622,3 +622,58 @@ def test_an_input_the_signature_does_not_take_is_an_interop_error() -> None:
     close(g(np.ones((2, 3), np.float32)), np.full(2, 3.0))
     with pytest.raises(interop_core.ConversionError, match="input_signature"):
         g(np.ones((2, 4), np.float32))
+
+
+def test_with_a_signature_explain_names_the_blocking_ops_before_converting() -> None:
+    """A function with an input_signature has its graph before any call: the planner looks
+    at it, takes the call_tf route when tf2jax cannot translate an operation, and explain()
+    names the operations; TF -> torch re-plans the same way."""
+    spec = [tf.TensorSpec([None, 3], tf.float32)]
+    f = tf.function(strings, input_signature=spec)
+    route = explain(f, "jax")
+    assert [s.converter for s in route.steps] == ["jax2tf.call_tf"]
+    assert route.refused[0].converter == "tf2jax.convert"
+    assert "AsString" in route.refused[0].reason
+    assert any("not tf2jax.convert" in n and "AsString" in n for n in route.notes)
+    g = to(f, "jax")
+    assert not hasattr(g, "params")  # the call_tf bridge, as explain() said
+    close(g(X), f(X))
+    torch_route = explain(f, "torch")
+    assert torch_route.steps[0].converter == "jax2tf.call_tf"
+    assert "AsString" in str(torch_route)
+    # The same signature with a translatable body takes tf2jax, and explain() says nothing.
+    ok = explain(tf.function(lambda x: tf.sin(x), input_signature=spec), "jax")
+    assert [s.converter for s in ok.steps] == ["tf2jax.convert"] and ok.refused == ()
+
+
+def test_with_a_signature_explain_names_variable_writes() -> None:
+    v = tf.Variable(0.0)
+    f = tf.function(lambda x: x + v.assign_add(1.0), input_signature=[tf.TensorSpec([2])])
+    route = explain(f, "jax")
+    assert [s.converter for s in route.steps] == ["jax2tf.call_tf"]
+    assert "AssignAddVariableOp" in route.refused[0].reason
+    g = to(f, "jax")
+    close(g(np.ones(2, np.float32)), np.full(2, 2.0))
+    assert float(v.numpy()) == 1.0
+
+
+def test_a_signature_s_dtypes_are_kept_numbers_take_them() -> None:
+    """An array of another dtype than the input_signature declares is refused (TensorFlow
+    casts numpy arrays silently; the bridge never does); a Python number has no dtype of its
+    own and takes the declared one; a wrong count of arguments says so."""
+    import interop_core
+
+    spec = [tf.TensorSpec([None, 3], tf.float32), tf.TensorSpec([], tf.float32)]
+    g = to(tf.function(lambda x, s: x * s, input_signature=spec), "jax")
+    x = np.ones((2, 3), np.float32)
+    out = g(x, 2.0)
+    assert out.dtype == jnp.float32
+    close(out, 2 * x)
+    for bad in (x.astype(np.float64), x.astype(np.int32), jnp.ones((2, 3), jnp.int32)):
+        with pytest.raises(interop_core.ConversionError, match=r"(?s)declares float32.*Cast it"):
+            g(bad, 2.0)
+    with pytest.raises(interop_core.ConversionError, match=r"(?s)takes 2 tensor\(s\).*passed 3"):
+        g(x, 2.0, 3.0)
+    with pytest.raises(interop_core.ConversionError, match="argument 1 is a str"):
+        g(x, "2")
+    close(jax.jit(g)(x, jnp.float32(3.0)), 3 * x)  # tracers are checked by their dtype

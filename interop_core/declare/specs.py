@@ -579,6 +579,12 @@ class ConverterSpec:
     #: off this edge: the user asks for the route without it (``trace=False`` for the
     #: traced TF -> JAX edge). Absent or any other value: the edge is taken as usual.
     opt_out: str = ""
+    #: For kinds converted once (functions, pipelines): a look at the object itself, for
+    #: what no key says (a TF function's graph holds operations the converter cannot
+    #: translate). ``inspects(obj)`` gives None to accept or the reason to refuse; the route
+    #: is then re-planned without this edge for that object only, and explain() names the
+    #: reason. Called on every conversion through the edge: keep it cheap.
+    inspects: Callable[[Any], str | None] | None = None
     #: The converter itself makes what it hands the target meet the target's import rules
     #: (``FrameworkSpec.imports``): one that splits a DTensor into blocks and copies those
     #: that are not aligned, say. The planner then skips those rules for this edge (never

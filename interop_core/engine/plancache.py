@@ -70,12 +70,15 @@ class PlanCache:
         #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
         self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
         #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
-        #: option names given, the options passed truthy, those passed False): what planning
-        #: depends on.
+        #: option names given, the options passed truthy, those passed False, the edges an
+        #: object's inspection refused): what planning depends on.
         self.requests: dict[
-            tuple[RouteKey, tuple[str, ...], frozenset[str], frozenset[str]],
+            tuple[
+                RouteKey, tuple[str, ...], frozenset[str], frozenset[str],
+                frozenset[tuple[str, str]],
+            ],
             tuple[Route, Search],
-        ] = {}
+        ] = {}  # fmt: skip
         #: Writes the type-keyed entries of plain, fast and slots: a class made at run time
         #: is not kept alive by them, and only so many such classes are kept at once.
         self.types = TypeTable()

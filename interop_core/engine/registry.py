@@ -254,6 +254,15 @@ class Registry:
                     stacklevel=4,
                 )
                 continue
+            if edge.inspects is not None and kind is not None and kind.warm:
+                warnings.warn(
+                    f"Converter {edge.name!r} of plugin {plugin!r} ignored: it inspects "
+                    f"objects, but {kind.plural} take the warm path, which reads only their "
+                    "key (declare what it needs as traits or flags).",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+                continue
             ident = (edge.source, edge.target, edge.name)
             if ident in seen and seen[ident] != plugin:
                 warnings.warn(

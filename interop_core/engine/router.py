@@ -420,11 +420,69 @@ def convert(st: State, obj: Any, req: Request, fast_key: FastKey | None = None) 
         if fast_key is not None and req.source is not None:
             _store(st, obj, req, req.source, the_plan, fast_key)
         return run(st, req, obj, the_plan)
-    key = (req.route_key, tuple(name for name, _ in req.options), req.opted_in, req.opted_out)
-    found = st.cache.requests.get(key)
-    if found is None:
-        found = st.cache.requests[key] = find_route(st, req)
-    return run(st, req, obj, bind(st, req, *found))
+    route, found, excluded = object_route(st, obj, req)
+    return run(st, req, obj, bind(st, req, route, found), excluded)
+
+
+def object_route(
+    st: State, obj: Any, req: Request
+) -> tuple[Route, Search, frozenset[tuple[str, str]]]:
+    """The route for ``obj``, of a kind converted once, and the edges left out for it.
+
+    Routes are cached by what planning depends on (see ``PlanCache.requests``). An edge
+    that inspects objects (``ConverterSpec.inspects``) looks at this one; a refusal leaves
+    the edge out for this object only, and the Route says why in its notes and refusals.
+    """
+    names = tuple(name for name, _ in req.options)
+    excluded: frozenset[tuple[str, str]] = frozenset()
+    refused: list[RefusedEdge] = []
+    while True:
+        key = (req.route_key, names, req.opted_in, req.opted_out, excluded)
+        found = st.cache.requests.get(key)
+        if found is None:
+            try:
+                found = find_route(st, req, excluded)
+            except InteropError as exc:
+                if not refused:
+                    raise
+                raise ConversionError(
+                    f"No route {req.what()}: "
+                    + "; ".join(f"{r.converter} [{r.edge}] refused it: {r.reason}" for r in refused)
+                    + f". Without it: {exc}"
+                ) from exc
+            st.cache.requests[key] = found
+        refusal = _inspection(found[1], obj)
+        if refusal is None:
+            break
+        refused.append(refusal)
+        excluded |= {(refusal.plugin, refusal.converter)}
+    route, search = found
+    if refused:
+        route = route._replace(
+            refused=route.refused + tuple(refused),
+            refusals=tuple(refused) + route.refusals,
+            notes=route.notes + tuple(
+                f"not {r.converter} [{r.edge}] for this {req.kind.name}: {r.reason}"
+                for r in refused
+            ),
+        )  # fmt: skip
+    return route, search, excluded
+
+
+def _inspection(found: Search, obj: Any) -> RefusedEdge | None:
+    """The first refusal of ``obj`` by an edge of the path that inspects objects (None:
+    none). An inspection that raises refuses, saying so: the converter would meet the
+    same trouble."""
+    for _, edge, _ in found.path:
+        if edge.inspects is None:
+            continue
+        try:
+            reason = edge.inspects(obj)
+        except Exception as exc:
+            reason = f"its inspection of the object failed ({type(exc).__name__}: {exc})"
+        if reason:
+            return RefusedEdge(edge.name, edge.plugin, edge.edge, reason, edge.target, edge.source)
+    return None
 
 
 def run(

@@ -32,6 +32,7 @@ from .router import (
     describe,
     find_route,
     object_request,
+    object_route,
     request,
     snapshot,
     warm_failure,
@@ -276,7 +277,7 @@ class State:
         kind = None if cls is dict else self._kind_of(obj)
         if kind is not None:
             req = self._object_request(obj, kind, asked)
-            return find_route(self, req)[0] if explaining else convert(self, obj, req)
+            return object_route(self, obj, req)[0] if explaining else convert(self, obj, req)
 
         def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s own path
             if explaining:

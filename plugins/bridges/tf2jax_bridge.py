@@ -75,10 +75,47 @@ def _assignments(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> s
         return ""
     if not found:
         return ""
+    return _writes_reason(found)
+
+
+def _writes_reason(found: list[str]) -> str:
     return (
         f"it writes variables ({', '.join(found)}): as JAX code the writes would be lost, so "
         "TensorFlow runs it (call_tf)"
     )
+
+
+def _operations(graph_def: Any) -> set[str]:
+    """The operation types of a GraphDef, its library's functions (loop and branch bodies,
+    nested tf.functions) included: tf2jax converts each of them."""
+    found = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        found.update(node.op for node in function.node_def)
+    return found
+
+
+def blocking_operations(fn: Any) -> str | None:
+    """The edge's inspection: why tf2jax cannot convert ``fn`` (None: it can, or cannot
+    be told before the first call). Only a function with an ``input_signature`` has its
+    graph before it is called; the operations tf2jax has no translation for, and those that
+    write variables, are named, and the planner takes the call_tf route for it instead."""
+    signature = getattr(fn, "input_signature", None)
+    if signature is None or not hasattr(fn, "get_concrete_function"):
+        return None
+    try:
+        from tf2jax._src import ops as tf2jax_ops  # its table of translated operations
+    except ImportError:  # private: tf2jax.convert itself will say at the first call
+        return None
+    graph = fn.get_concrete_function(*signature).graph
+    found = _operations(graph.as_graph_def())
+    unsupported = sorted(tf2jax_ops.get_unsupported_operations(sorted(found)))
+    if unsupported:
+        return (
+            f"tf2jax cannot convert the operations {', '.join(unsupported)} of "
+            f"{function_name(fn)}: it has no JAX translation for them"
+        )
+    writes = sorted(found & _WRITES)
+    return _writes_reason(writes) if writes else None
 
 
 class Converted:
@@ -110,10 +147,13 @@ class NativeJaxFunction:
         self._params: Any = None  # the variables' values at the first conversion
         declared = _declared_signature(self._tf_fn)
         self._declared: Converted | None = None
+        #: The dtypes of the input_signature's tensors, in order (None: no signature).
+        self._expected: list[Any] | None = None
         if "output_shape_dtype" in ctx.options:  # call_tf's own option: its route, always
             self._declared = Converted(None, None, _ASKED_CALL_TF)
         elif declared is not None:  # (None dims included) converts now, once, for every call
             self._declared = self._convert(*declared)
+            self._expected = [spec.dtype.as_numpy_dtype for spec in tf.nest.flatten(declared)]
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
         self.__doc__ = getattr(fn, "__doc__", None)
@@ -200,13 +240,47 @@ class NativeJaxFunction:
         import jax
 
         flat, tree = jax.tree_util.tree_flatten((args, kwargs))
-        arrays = [x for x in flat if _is_array(x)]
         if self._declared is not None:
-            return self._declared, arrays
+            if self._expected is not None and self._declared.run is not None:
+                return self._declared, self._fit(flat, self._expected)
+            return self._declared, []
+        arrays = [x for x in flat if _is_array(x)]
         # Arrays by shape and dtype; Python values by value (TF traces them as constants).
         key = (tree, tuple((tuple(x.shape), x.dtype) if _is_array(x) else x for x in flat))
         converted = self._cache.get_or_make(key, lambda: self._convert(*_specs((args, kwargs))))
         return converted, arrays
+
+    def _fit(self, flat: list[Any], expected: list[Any]) -> list[Any]:
+        """The call's leaves as the input_signature's tensors: a Python number takes the
+        declared dtype (it has none of its own); an array must have it already, as a
+        tf.Tensor must (TensorFlow casts numpy arrays silently; this bridge never does)."""
+        import jax.numpy as jnp
+        import numpy as np
+
+        if len(flat) != len(expected):
+            raise ConversionError(
+                f"{self._name} takes {len(expected)} tensor(s) by its input_signature; this "
+                f"call passed {len(flat)} value(s).\nPass one array (or number) per "
+                "TensorSpec of the signature."
+            )
+        fitted = []
+        for i, (x, dtype) in enumerate(zip(flat, expected, strict=True)):
+            if isinstance(x, (bool, int, float, complex)):
+                fitted.append(jnp.asarray(x, dtype))
+            elif not _is_array(x):
+                raise ConversionError(
+                    f"{self._name}: argument {i} is a {type(x).__name__}, where its "
+                    f"input_signature declares a {np.dtype(dtype).name} tensor.\nPass an array."
+                )
+            elif np.dtype(x.dtype) != np.dtype(dtype):
+                raise ConversionError(
+                    f"{self._name}: argument {i} has dtype {np.dtype(x.dtype).name}, where its "
+                    f"input_signature declares {np.dtype(dtype).name}; the bridge does not "
+                    f"cast silently.\nCast it first (x.astype({np.dtype(dtype).name!r}))."
+                )
+            else:
+                fitted.append(x)
+        return fitted
 
     def _convert(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Converted:
         import jax
@@ -261,6 +335,7 @@ def interop_converters() -> list[ConverterSpec]:
             "jax",
             lambda: tf_to_native_jax,
             accepts=Needs(extra=lambda key: None if installed else _MISSING),
+            inspects=blocking_operations,
             cost=0.5,
             options=("trace", "output_shape_dtype"),
             opt_out="trace",
