@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .declare.context import CallContext
     from .declare.errors import (
+        CheckpointError,
         ContainerError,
         ConversionError,
         CopyRequiredError,
@@ -63,7 +64,8 @@ _LAZY = {
     "CallContext": "declare.context",
     **dict.fromkeys(
         (
-            "ContainerError", "ConversionError", "CopyRequiredError", "DeviceError",
+            "CheckpointError", "ContainerError", "ConversionError", "CopyRequiredError",
+            "DeviceError",
             "FrameworkNotInstalledError", "InteropError", "InvalidArrayError", "NoRouteError",
             "NotAnArrayError", "OptionError", "PluginError", "UnhashableTypeError",
             "UnknownFrameworkError", "UnsupportedTransformError",
@@ -92,6 +94,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ANY",
     "CallContext",
+    "CheckpointError",
     "ContainerError",
     "ConversionError",
     "ConverterSpec",

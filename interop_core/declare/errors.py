@@ -195,6 +195,11 @@ class InvalidArrayError(InteropError, ValueError):
     reads it, since frameworks crash on such input."""
 
 
+class CheckpointError(InteropError, RuntimeError):
+    """A converted iterator cannot record its position (the source has no way to resume)
+    or cannot restore one (a state made for another source); the message says which."""
+
+
 class ConversionError(InteropError, RuntimeError):
     """A converter failed at run time with an error the router could not route around."""
 

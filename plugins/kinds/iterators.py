@@ -12,7 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from interop_core.plugin import ANY, ITERATOR, CallContext, ConverterSpec, Kind, KindSpec, hookimpl
+from interop_core.plugin import (
+    ANY,
+    ITERATOR,
+    CallContext,
+    ConverterSpec,
+    Kind,
+    KindSpec,
+    OptionError,
+    hookimpl,
+)
+
+from .batches import Batches
 
 #: Iterables that start a new pass (an epoch) each time they are iterated; any other
 #: object must be an iterator (``iter(obj)`` makes one of any iterable).
@@ -22,42 +33,23 @@ RESTARTABLE = (
 )
 
 
-class Batches:
-    """The batches of ``source``, each converted by ``convert`` when it is pulled.
+def batches_for(source: Iterable[Any], convert: Callable[[Any], Any], ctx: CallContext) -> Batches:
+    """The converted iterator over ``source``, each batch made by ``convert``, with what the
+    call's options ask of the iterator itself (prefetch=, resuming: see :class:`Batches`).
+    Every iterator edge builds its result with this."""
+    return Batches(source, convert, prefetch_depth(ctx.option("prefetch")))
 
-    Over an iterable that restarts (a DataLoader, a Dataset), every ``iter()`` is a new
-    pass; over an iterator, there is one pass, as with the source itself. ``len()`` and
-    ``reset()`` are the source's, where it has them (DALI iterators).
-    """
 
-    def __init__(self, source: Iterable[Any], convert: Callable[[Any], Any]) -> None:
-        self.source = source
-        self._convert = convert
-        self._pass: Iterator[Any] | None = source if isinstance(source, Iterator) else None
-
-    def __iter__(self) -> Batches:
-        if isinstance(self.source, Iterator):
-            self._pass = iter(self.source)  # a DALI iterator starts its next epoch here
-            return self
-        return Batches(iter(self.source), self._convert)
-
-    def __next__(self) -> Any:
-        if self._pass is None:  # next() on a restartable source: start its first pass
-            self._pass = iter(self.source)
-        return self._convert(next(self._pass))
-
-    def __len__(self) -> int:
-        return len(self.source)  # type: ignore[arg-type]
-
-    def __bool__(self) -> bool:
-        return True  # not len() != 0: an iterator is true, whether its source has a length
-
-    def reset(self) -> None:
-        """Reset the source (DALI iterators: start the next epoch)."""
-        self.source.reset()  # type: ignore[attr-defined]
-
-    def __repr__(self) -> str:
-        return f"<Batches of {type(self.source).__qualname__}, converted when pulled>"
+def prefetch_depth(value: Any) -> int:
+    """``prefetch=`` checked: how many batches to convert ahead (0: none, None: none)."""
+    if value is None or value is False:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OptionError(
+            f"Option prefetch={value!r} is not valid.\nprefetch= takes how many batches to "
+            "convert ahead on a background thread: an int >= 0 (0 or None: none)."
+        )
+    return value
 
 
 def each_batch(batches: Iterable[Any], ctx: CallContext) -> Batches:
@@ -69,7 +61,7 @@ def each_batch(batches: Iterable[Any], ctx: CallContext) -> Batches:
     def convert(batch: Any) -> Any:
         return to(batch, target, device=device, copy=copy, **cast)
 
-    return Batches(batches, convert)
+    return batches_for(batches, convert, ctx)
 
 
 def _is_iterator(obj: Any) -> bool:
@@ -106,8 +98,10 @@ def interop_converters() -> list[ConverterSpec]:
             context=True,
             rerun=False,
             cost=2.0,
-            options=("dtype",),
+            options=("dtype", "prefetch"),
             note="each batch is converted when it is pulled, by its own route "
-            "(explain(batch, target) shows it); copy= and dtype= apply to every batch",
+            "(explain(batch, target) shows it); copy= and dtype= apply to every batch; "
+            "prefetch=N converts N batches ahead on a thread; state_dict() and "
+            "load_state_dict() resume mid-pass where the source can say where it is",
         )
     ]

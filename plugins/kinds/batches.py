@@ -1,0 +1,339 @@
+"""The converted iterator: a source's batches, each converted when it is pulled, with
+``prefetch=`` (converted ahead on a thread) and ``state_dict()`` / ``load_state_dict()``
+(resuming mid-pass, through the source's :class:`~.checkpoints.Checkpointer`).
+
+Nothing is pulled before the user asks, unless ``prefetch=N`` asks for N batches ahead.
+Imports no framework.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from interop_core.plugin import CheckpointError
+
+from .checkpoints import Checkpointer, checkpointer
+
+#: The key a state made by :meth:`Batches.state_dict` carries, with its format's version.
+FORMAT = "interop_core.batches"
+#: What the producer thread sends after the last batch.
+_END = object()
+#: How often (seconds) a blocked producer looks whether it was told to stop.
+_POLL = 0.05
+
+
+class _Item:
+    """One batch from the producer: the converted batch or the exception its pull or its
+    conversion raised, its index in the pass, and the source's state after it (None when
+    the source does not checkpoint)."""
+
+    __slots__ = ("error", "index", "state", "value")
+
+    def __init__(self, index: int, value: Any, error: BaseException | None, state: Any) -> None:
+        self.index, self.value, self.error, self.state = index, value, error, state
+
+
+class _Prefetcher:
+    """A thread that pulls and converts batches while at most ``depth`` of them wait for
+    the consumer (a slot is taken before a pull and given back when the batch is handed
+    out, so the source is never more than ``depth`` batches ahead).
+
+    It runs in a copy of the caller's context (so ``aligned_memory()``, ``using_registry()``
+    and the user's own context variables hold there too) and holds no reference to the
+    :class:`Batches` that owns it, so dropping the iterator closes it (``Batches.__del__``).
+    """
+
+    def __init__(
+        self,
+        source: Iterator[Any],
+        convert: Callable[[Any], Any],
+        depth: int,
+        start: int,
+        position: Callable[[int], Any] | None,
+    ) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._slots = threading.Semaphore(depth)
+        self._stop = threading.Event()
+        context = contextvars.copy_context()
+        self._thread = threading.Thread(
+            target=context.run,
+            args=(self._produce, source, convert, start, position),
+            name="interop_core prefetch",
+            daemon=True,  # a source blocked forever must not keep the interpreter alive
+        )
+        self._thread.start()
+
+    def _produce(
+        self,
+        source: Iterator[Any],
+        convert: Callable[[Any], Any],
+        index: int,
+        position: Callable[[int], Any] | None,
+    ) -> None:
+        put = self._queue.put
+        while not self._stop.is_set():
+            if not self._slots.acquire(timeout=_POLL):
+                continue  # the consumer has ``depth`` batches waiting: look at _stop again
+            try:
+                raw = next(source)
+            except StopIteration:
+                put(_END)
+                return
+            except BaseException as exc:  # the source's own error, raised at its batch
+                put(_Item(index, None, exc, None))
+                return
+            index += 1
+            try:
+                state = position(index) if position is not None else None
+                put(_Item(index - 1, convert(raw), None, state))
+            except BaseException as exc:
+                put(_Item(index - 1, None, exc, None))
+                return
+
+    def get(self) -> Any:
+        """The next item (an :class:`_Item` or ``_END``), its slot given back."""
+        while True:
+            try:
+                item = self._queue.get(timeout=_POLL)
+            except queue.Empty:
+                if not self._thread.is_alive() and self._queue.empty():
+                    return _END  # stopped by close(): nothing more will come
+                continue
+            self._slots.release()
+            return item
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread: it ends before its next pull (a pull in progress is waited for
+        up to ``timeout`` seconds; a source blocked longer is left to its daemon thread)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread is still alive."""
+        return self._thread.is_alive()
+
+
+class _Pass:
+    """One pass over the source: its iterator, the batches pulled from it (a resumed pass
+    counts those it skipped), and the prefetcher when there is one."""
+
+    __slots__ = ("ended", "iterator", "prefetcher", "produced", "state")
+
+    def __init__(self, iterator: Iterator[Any], produced: int, state: Any) -> None:
+        self.iterator = iterator
+        self.produced = produced
+        #: The source's state after the last batch handed to the user (prefetching only).
+        self.state = state
+        self.prefetcher: _Prefetcher | None = None
+        self.ended = False
+
+
+class Batches:
+    """The batches of ``source``, each converted by ``convert`` when it is pulled.
+
+    Over an iterable that restarts (a DataLoader, a Dataset), every ``iter()`` is a new
+    pass, an iterator of its own; over an iterator, there is one pass, as with the source
+    itself. ``len()`` and ``reset()`` are the source's, where it has them (DALI iterators).
+
+    ``prefetch=N`` pulls and converts up to N batches ahead on a thread: the same batches
+    in the same order; an error of the source or of a conversion is raised at the batch
+    where it happened (its note names the index); ``close()`` (or the end of the pass, or
+    dropping the iterator) stops the thread.
+
+    ``state_dict()`` is where the batches handed out so far leave the source (prefetched
+    ones not counted), as a plain picklable dict; over a restartable source it is the
+    latest pass's. ``load_state_dict(state)`` on an iterator over a source built the same
+    way makes the next batch pulled (of the next pass, over a restartable source) the one
+    after them. A source that cannot checkpoint raises :class:`CheckpointError` saying why.
+    """
+
+    def __init__(
+        self, source: Iterable[Any], convert: Callable[[Any], Any], prefetch: int = 0
+    ) -> None:
+        self.source = source
+        self._convert = convert
+        self._prefetch = prefetch
+        self._checkpointer: Checkpointer | str | None = None
+        self._pass: _Pass | None = None
+        #: A state loaded for the next pass to resume from: (batches, the source's part).
+        self._resume: tuple[int, Any] | None = None
+        #: The latest pass iter() made over a restartable source: its state_dict() is ours,
+        #: so it is kept (a loop left with ``break`` still says where it stopped) until the
+        #: next iter() closes it.
+        self._latest: Batches | None = None
+        #: A pass of a restartable source, made by its iter(): iter() of it is itself.
+        self._is_pass = False
+
+    # -- iterating ------------------------------------------------------------------------
+
+    def __iter__(self) -> Batches:
+        if self._is_pass:
+            return self
+        if isinstance(self.source, Iterator):
+            current = self._pass
+            if current is None or current.ended:
+                self._begin()
+            elif current.prefetcher is None:
+                iter(self.source)  # as before: a consumed DALI iterator resets here
+            return self
+        if self._latest is not None:
+            self._latest.close()
+        fresh = Batches(self.source, self._convert, self._prefetch)
+        fresh._checkpointer, fresh._is_pass = self._source_checkpointer(), True
+        fresh._resume, self._resume = self._resume, None  # a loaded state: this pass's
+        fresh._begin()
+        self._latest = fresh
+        return fresh
+
+    def __next__(self) -> Any:
+        current = self._pass
+        if current is None:  # next() before iter(), or after load_state_dict()
+            current = self._begin()
+        prefetcher = current.prefetcher
+        if prefetcher is not None and current.ended:
+            raise StopIteration  # closed, or its thread met the end or an error
+        if prefetcher is None:
+            try:
+                raw = next(current.iterator)
+            except StopIteration:
+                current.ended = True
+                raise
+            current.produced += 1  # pulled: a failed conversion does not pull it again
+            return self._convert(raw)
+        item = prefetcher.get()
+        if item is _END:
+            prefetcher.close()
+            current.ended = True
+            raise StopIteration
+        if item.error is not None:
+            prefetcher.close()
+            current.ended = True
+            error = item.error
+            error.add_note(
+                f"(raised at batch {item.index} of this pass over "
+                f"{type(self.source).__qualname__}, pulled ahead by interop_core's prefetch "
+                "thread)"
+            )
+            raise error
+        current.produced, current.state = item.index + 1, item.state
+        return item.value
+
+    def _begin(self) -> _Pass:
+        """Start a pass: through the checkpointer when the source has one (resumed when a
+        state was loaded), else by ``iter(source)``."""
+        self._stop()
+        cp = self._source_checkpointer()
+        start, state = self._resume if self._resume is not None else (0, None)
+        self._resume = None
+        iterator = iter(self.source) if isinstance(cp, str) else cp.begin(state)
+        current = _Pass(iterator, start, None)
+        if self._prefetch:
+            position = None if isinstance(cp, str) else cp.position
+            if position is not None:
+                current.state = position(start)
+            current.prefetcher = _Prefetcher(
+                iterator, self._convert, self._prefetch, start, position
+            )
+        self._pass = current
+        return current
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def _source_checkpointer(self) -> Checkpointer | str:
+        if self._checkpointer is None:
+            self._checkpointer = checkpointer(self.source)
+        return self._checkpointer
+
+    def _checkpointable(self) -> Checkpointer:
+        cp = self._source_checkpointer()
+        if isinstance(cp, str):
+            raise CheckpointError(f"This iterator cannot record its position: {cp}.")
+        return cp
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the batches handed out so far leave the source: a plain picklable dict
+        for :meth:`load_state_dict`. Prefetched batches not yet handed out are not
+        counted."""
+        cp = self._checkpointable()
+        current = self._pass
+        latest = self._latest
+        if current is None and self._resume is None and latest is not None:
+            return latest.state_dict()
+        if current is None:
+            produced, position = self._resume if self._resume is not None else (0, None)
+        elif current.prefetcher is not None:
+            produced, position = current.produced, current.state
+        else:
+            produced, position = current.produced, cp.position(current.produced)
+        return {FORMAT: 1, "source": cp.name, "batches": produced, "position": position}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume at ``state`` (from :meth:`state_dict` of an iterator over a source built
+        the same way): the next batch pulled is the one after those it counts. A pass in
+        progress is closed."""
+        cp = self._checkpointable()
+        if not isinstance(state, dict) or state.get(FORMAT) != 1:
+            raise CheckpointError(
+                "load_state_dict() takes a state made by state_dict() of a converted "
+                f"iterator; this is a {type(state).__name__} without its {FORMAT!r} key.\n"
+                "Pass the dict state_dict() returned (it pickles)."
+            )
+        if state.get("source") != cp.name:
+            raise CheckpointError(
+                f"This state was made for another kind of source ({state.get('source')!r}); "
+                f"this iterator's source is {cp.name!r}.\nLoad it into an iterator over a "
+                "source built the same way."
+            )
+        self.close()
+        self._pass, self._latest = None, None
+        self._resume = (int(state["batches"]), state["position"])
+
+    # -- the rest -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the prefetch thread, if any (batches it pulled ahead are dropped), and the
+        latest pass's over a restartable source."""
+        if self._latest is not None:
+            self._latest.close()
+        self._stop()
+
+    def _stop(self) -> None:
+        """Stop this object's own pass's thread (not the latest pass's: a pass made by
+        ``iter()`` lives on when the iterable it came from is dropped)."""
+        current = self._pass
+        if current is not None and current.prefetcher is not None:
+            current.prefetcher.close()
+            current.ended = True  # what it pulled ahead is dropped: the pass is over
+
+    def __enter__(self) -> Batches:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit, modules may be gone
+            self._stop()
+
+    def __len__(self) -> int:
+        return len(self.source)  # type: ignore[arg-type]
+
+    def __bool__(self) -> bool:
+        return True  # not len() != 0: an iterator is true, whether its source has a length
+
+    def reset(self) -> None:
+        """Reset the source (DALI iterators: start the next epoch)."""
+        self.close()
+        self._pass = None
+        self.source.reset()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        ahead = f", {self._prefetch} ahead" if self._prefetch else ""
+        return f"<Batches of {type(self.source).__qualname__}, converted when pulled{ahead}>"

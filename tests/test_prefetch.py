@@ -1,0 +1,256 @@
+"""``prefetch=N`` on converted iterators and the resume mechanics of ``Batches``: the same
+batches in the same order, never more than N pulled ahead (counted), errors at the batch
+where they happened, the thread stopped by close(), the end of the pass or dropping the
+iterator; state_dict() counts only the batches handed out. numpy and torch only (the
+checkpointers of real sources are tested in test_checkpoints.py)."""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import pickle
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import need
+
+import interop_core as ic
+
+np = need("numpy")
+
+
+def prefetch_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "interop_core prefetch"]
+
+
+def wait_until(condition: Any, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.005)
+    return bool(condition())
+
+
+class Counted:
+    """An iterable whose passes count the batches pulled from them; batch i is
+    {"x": float32 [i, i], "y": int32 i}; ``fail_at`` raises ValueError at that batch."""
+
+    def __init__(self, n: int, fail_at: int = -1) -> None:
+        self.n, self.fail_at, self.pulled = n, fail_at, 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for i in range(self.n):
+            if i == self.fail_at:
+                raise ValueError(f"source failed at {i}")
+            self.pulled += 1
+            yield {"x": np.full(2, i, np.float32), "y": np.int32(i)}
+
+
+def values(batches: Any) -> list[int]:
+    return [int(np.asarray(b["x"])[0]) for b in batches]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5])
+def test_same_batches_same_order_as_without(depth: int) -> None:
+    torch = need("torch")
+    got = list(ic.to(iter(Counted(12)), "torch", prefetch=depth))
+    want = list(ic.to(iter(Counted(12)), "torch"))
+    assert len(got) == len(want) == 12
+    for g, w in zip(got, want, strict=True):
+        assert isinstance(g["x"], torch.Tensor) and g["x"].dtype == torch.float32
+        assert torch.equal(g["x"], w["x"]) and int(g["y"]) == int(w["y"])
+
+
+def test_never_more_than_n_batches_ahead() -> None:
+    need("torch")
+    source = Counted(100)
+    it = ic.to(iter(source), "torch", prefetch=3)
+    assert source.pulled == 0  # nothing before the first next()
+    for consumed in range(1, 6):
+        next(it)
+        assert wait_until(lambda c=consumed: source.pulled == c + 3)
+        time.sleep(0.05)  # it stays there: the thread waits for a slot
+        assert source.pulled == consumed + 3
+    it.close()
+
+
+def test_a_source_error_is_raised_at_its_batch_naming_it() -> None:
+    need("torch")
+    it = ic.to(iter(Counted(10, fail_at=4)), "torch", prefetch=3)
+    got = []
+    with pytest.raises(ValueError, match="source failed at 4") as caught:
+        for b in it:
+            got.append(int(b["y"]))
+    assert got == [0, 1, 2, 3]  # every batch before it was handed out first
+    assert any("batch 4" in note for note in caught.value.__notes__)
+    with pytest.raises(StopIteration):
+        next(it)
+    assert wait_until(lambda: not prefetch_threads())
+
+
+def test_a_conversion_error_is_raised_at_its_batch() -> None:
+    need("torch")
+
+    def source() -> Iterator[Any]:
+        yield {"x": np.zeros(2, np.float32)}
+        yield {"x": np.zeros(2, np.float32)}
+        yield {"x": np.array(["a", "b"])}  # no framework converts strings
+
+    it = ic.to(source(), "torch", prefetch=2)
+    next(it), next(it)
+    with pytest.raises(ic.InteropError) as caught:
+        next(it)
+    assert any("batch 2" in note for note in caught.value.__notes__)
+
+
+def test_close_end_of_pass_and_dropping_stop_the_thread() -> None:
+    need("torch")
+    it = ic.to(iter(Counted(1000)), "torch", prefetch=2)
+    next(it)
+    assert len(prefetch_threads()) == 1
+    it.close()
+    assert wait_until(lambda: not prefetch_threads())
+    with pytest.raises(StopIteration):  # a closed iterator is exhausted
+        next(it)
+    assert len(list(ic.to(iter(Counted(5)), "torch", prefetch=2))) == 5
+    assert wait_until(lambda: not prefetch_threads())
+    dropped = ic.to(iter(Counted(1000)), "torch", prefetch=2)
+    next(dropped)
+    del dropped
+    gc.collect()
+    assert wait_until(lambda: not prefetch_threads())
+    with ic.to(iter(Counted(1000)), "torch", prefetch=2) as managed:
+        next(managed)
+    assert wait_until(lambda: not prefetch_threads())
+
+
+def test_the_thread_runs_in_the_caller_s_context() -> None:
+    """The source and the conversions see the context of the pass's first next() (the
+    user's context variables, aligned_memory(), using_registry())."""
+    need("torch")
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen = []
+
+    def source() -> Iterator[Any]:
+        for i in range(3):
+            seen.append(var.get())
+            yield np.full(2, i, np.float32)
+
+    token = var.set("the caller's")
+    try:
+        assert len(list(ic.to(source(), "torch", prefetch=2))) == 3
+    finally:
+        var.reset(token)
+    assert seen == ["the caller's"] * 3
+
+
+def test_each_pass_of_a_restartable_source_prefetches_afresh() -> None:
+    torch = need("torch")
+    data = torch.utils.data.TensorDataset(torch.arange(10, dtype=torch.float32))
+    loader = torch.utils.data.DataLoader(data, batch_size=3)
+    batches = ic.to(loader, "numpy", prefetch=2)
+    for _ in range(2):
+        got = [b[0] for b in batches]
+        assert [list(g) for g in got] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+        assert all(isinstance(g, np.ndarray) and g.dtype == np.float32 for g in got)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True])
+def test_prefetch_must_be_a_count(bad: Any) -> None:
+    with pytest.raises(ic.OptionError, match="prefetch="):
+        ic.to(iter(Counted(3)), "numpy", prefetch=bad)
+
+
+# ------------------------------------------------------------------ resume, mechanics only
+
+
+class Resumable:
+    """A toy checkpointable source: batch i is np.float32 [i]; its checkpointer's position
+    is the count, and begin(state) starts there (counting positions taken)."""
+
+    positions = 0
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+
+class ToyCheckpointer:
+    name = "toy: a count"
+
+    def __init__(self, source: Resumable) -> None:
+        self.source = source
+
+    def begin(self, state: dict[str, Any] | None) -> Iterator[Any]:
+        start = 0 if state is None else state["next"]
+        return iter([np.full(1, i, np.float32) for i in range(start, self.source.n)])
+
+    def position(self, produced: int) -> dict[str, Any]:
+        Resumable.positions += 1
+        return {"next": produced}
+
+
+@pytest.fixture
+def toy_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    import interop_plugins.kinds.batches as batches
+    from interop_plugins.kinds.checkpoints import checkpointer
+
+    def find(source: Any) -> Any:
+        return ToyCheckpointer(source) if isinstance(source, Resumable) else checkpointer(source)
+
+    monkeypatch.setattr(batches, "checkpointer", find)
+    Resumable.positions = 0
+
+
+def toy_iterator(n: int, **options: Any) -> Any:
+    from interop_plugins.kinds.iterators import Batches
+
+    return Batches(Resumable(n), lambda b: b * 1, **options)
+
+
+@pytest.mark.parametrize("prefetch", [0, 3])
+@pytest.mark.parametrize("k", [0, 1, 4, 9, 10])
+def test_state_counts_only_batches_handed_out(toy_checkpoints: None, prefetch: int, k: int) -> None:
+    it = iter(toy_iterator(10, prefetch=prefetch))
+    head = [float(next(it)[0]) for _ in range(k)]
+    state = pickle.loads(pickle.dumps(it.state_dict()))
+    assert state["batches"] == k and state["position"] == {"next": k}
+    it.close()
+    again = toy_iterator(10, prefetch=prefetch)
+    again.load_state_dict(state)
+    rest = [float(b[0]) for b in again]
+    assert head + rest == [float(i) for i in range(10)]
+
+
+def test_positions_are_read_per_batch_only_when_prefetching(toy_checkpoints: None) -> None:
+    it = iter(toy_iterator(10))
+    for _ in range(5):
+        next(it)
+    assert Resumable.positions == 0  # read when state_dict() asks
+    it.state_dict()
+    assert Resumable.positions == 1
+
+
+def test_a_restartable_source_s_state_is_its_latest_pass(toy_checkpoints: None) -> None:
+    batches = toy_iterator(6)
+    for i, _ in enumerate(batches):
+        if i == 2:
+            break
+    assert batches.state_dict()["batches"] == 3
+
+
+def test_states_are_checked() -> None:
+    need("torch")
+    with pytest.raises(ic.CheckpointError, match=r"cannot record its position.*generator"):
+        ic.to(iter(Counted(3)), "torch").state_dict()
+
+
+def test_a_state_for_another_source_is_refused(toy_checkpoints: None) -> None:
+    it = toy_iterator(3)
+    with pytest.raises(ic.CheckpointError, match="another kind of source"):
+        it.load_state_dict({"interop_core.batches": 1, "source": "x", "batches": 0})
+    with pytest.raises(ic.CheckpointError, match="made by state_dict"):
+        it.load_state_dict({"batches": 1})
