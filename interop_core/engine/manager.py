@@ -38,6 +38,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.bridges.torchax_bridge",
     "interop_plugins.bridges.tf2jax_bridge",
     "interop_plugins.kinds.dali",
+    "interop_plugins.kinds.dali_dynamic",
     "interop_plugins.exchange.sharding",
 )
 
