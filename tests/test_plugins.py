@@ -9,6 +9,7 @@ a temporary ``sys.path`` entry.
 from __future__ import annotations
 
 import array
+import dataclasses
 import importlib
 import sys
 import textwrap
@@ -433,6 +434,7 @@ def test_unregistering_an_unknown_plugin_raises_plugin_error(reg: Registry, how:
 GOOD_PLUGIN = '''
 """A third-party plugin: the "gamma" framework, with a zero-copy edge into numpy."""
 import array
+import dataclasses
 from interop_core import ConverterSpec, FrameworkSpec, TensorInfo, hookimpl
 from interop_core.declare.specs import CPU
 
@@ -712,3 +714,24 @@ def test_duplicate_entry_point_name_keeps_the_first_and_warns(
             f"'{name}'" in m and "'interop-test-shadow'" in m and f"'{owner}'" in m
             for m in messages
         ), messages
+
+
+def test_an_array_type_is_checked_only_once_its_own_module_is_imported() -> None:
+    """A framework whose array type lives in a submodule not imported yet is kept, even when
+    the top-level package is (``nvidia`` is a namespace that other wheels import long before
+    ``nvidia.dali.experimental.dynamic``); a type missing from an imported module drops it."""
+    import email  # imported; email.interop_not_yet is no module at all
+
+    assert email is not None
+    later = dataclasses.replace(ALPHA, array_types=("email.interop_not_yet.Array",))
+    pm = InteropPluginManager()
+    pm.register(module_plugin("later_plugin", [later]), name="later")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PluginWarning)
+        reg = Registry(pm)
+    assert "alpha" in reg.state.frameworks
+    wrong = dataclasses.replace(ALPHA, array_types=("email.NoSuchArray",))
+    pm = InteropPluginManager()
+    pm.register(module_plugin("wrong_plugin", [wrong]), name="wrong")
+    with pytest.warns(PluginWarning, match="'email.NoSuchArray'.*does not exist"):
+        Registry(pm)

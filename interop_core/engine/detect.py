@@ -64,8 +64,10 @@ def imported(module: str) -> bool:
 
 
 def unresolved_types(spec: FrameworkSpec) -> list[str]:
-    """``spec.array_types`` entries that do not resolve although their module is imported."""
-    return [p for p in spec.array_types if imported(p.partition(".")[0]) and not resolve_type(p)]
+    """``spec.array_types`` entries that do not resolve although their module is imported
+    (the module the path names, not only its top-level package: a namespace package such
+    as ``nvidia`` is imported by others long before ``nvidia.dali.experimental.dynamic``)."""
+    return [p for p in spec.array_types if imported(p.rpartition(".")[0]) and not resolve_type(p)]
 
 
 def unhashable_type(cls: type, exc: BaseException) -> UnhashableTypeError:
