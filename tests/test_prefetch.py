@@ -180,6 +180,9 @@ class Resumable:
 
 class ToyCheckpointer:
     name = "toy: a count"
+    replayable = False
+    #: position() raises this CheckpointError from this count on (None: never).
+    refuse_from: int | None = None
 
     def __init__(self, source: Resumable) -> None:
         self.source = source
@@ -190,6 +193,8 @@ class ToyCheckpointer:
 
     def position(self, produced: int) -> dict[str, Any]:
         Resumable.positions += 1
+        if self.refuse_from is not None and produced >= self.refuse_from:
+            raise ic.CheckpointError("toy: this pass holds state that cannot be saved")
         return {"next": produced}
 
 
@@ -232,6 +237,32 @@ def test_positions_are_read_per_batch_only_when_prefetching(toy_checkpoints: Non
     assert Resumable.positions == 0  # read when state_dict() asks
     it.state_dict()
     assert Resumable.positions == 1
+
+
+def test_a_replayable_position_is_read_only_when_asked_even_prefetching(
+    toy_checkpoints: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ToyCheckpointer, "replayable", True)
+    it = iter(toy_iterator(10, prefetch=3))
+    head = [float(next(it)[0]) for _ in range(4)]
+    time.sleep(0.05)
+    assert Resumable.positions == 0
+    assert it.state_dict()["position"] == {"next": 4}
+    assert Resumable.positions == 1 and head == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_position_refused_on_the_thread_is_raised_by_state_dict_only(
+    toy_checkpoints: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source that finds out only when asked that it cannot save a pass (tf.data with a
+    py_function) keeps its batches flowing; state_dict() says why."""
+    monkeypatch.setattr(ToyCheckpointer, "refuse_from", 3)
+    it = iter(toy_iterator(6, prefetch=2))
+    assert [float(next(it)[0]) for _ in range(2)] == [0.0, 1.0]
+    assert it.state_dict()["batches"] == 2
+    assert [float(b[0]) for b in it] == [2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(ic.CheckpointError, match="cannot be saved"):
+        it.state_dict()
 
 
 def test_a_restartable_source_s_state_is_its_latest_pass(toy_checkpoints: None) -> None:

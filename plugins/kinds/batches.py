@@ -89,7 +89,7 @@ class _Prefetcher:
                 return
             index += 1
             try:
-                state = position(index) if position is not None else None
+                state = _position(position, index) if position is not None else None
                 put(_Item(index - 1, convert(raw), None, state))
             except BaseException as exc:
                 put(_Item(index - 1, None, exc, None))
@@ -118,6 +118,58 @@ class _Prefetcher:
     def running(self) -> bool:
         """Whether the thread is still alive."""
         return self._thread.is_alive()
+
+
+class _Unrecorded:
+    """The position a source could not record (its CheckpointError): ``state_dict()``
+    raises it, and the pass goes on."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CheckpointError) -> None:
+        self.error = error
+
+
+def _position(position: Callable[[int], Any], produced: int) -> Any:
+    """``position(produced)``, or the :class:`_Unrecorded` refusal it raised."""
+    try:
+        return position(produced)
+    except CheckpointError as exc:
+        return _Unrecorded(exc)
+
+
+def make_state(cp: Checkpointer, produced: int, position: Any) -> dict[str, Any]:
+    """The state ``state_dict()`` gives: ``produced`` batches handed out, and ``position``,
+    the source's own part (a refusal recorded on the prefetch thread is raised here)."""
+    if isinstance(position, _Unrecorded):
+        raise position.error
+    return {FORMAT: 1, "source": cp.name, "batches": produced, "position": position}
+
+
+def read_state(cp: Checkpointer, state: Any) -> tuple[int, Any]:
+    """The batches counted and the source's part of ``state``, checked: a state made by
+    :func:`make_state` for a source checkpointed as ``cp`` is."""
+    if not isinstance(state, dict) or state.get(FORMAT) != 1:
+        raise CheckpointError(
+            "load_state_dict() takes a state made by state_dict() of a converted "
+            f"iterator; this is a {type(state).__name__} without its {FORMAT!r} key.\n"
+            "Pass the dict state_dict() returned (it pickles)."
+        )
+    if state.get("source") != cp.name:
+        raise CheckpointError(
+            f"This state was made for another kind of source ({state.get('source')!r}); "
+            f"this iterator's source is {cp.name!r}.\nLoad it into an iterator over a "
+            "source built the same way."
+        )
+    return int(state["batches"]), state["position"]
+
+
+def checkpointable(found: Checkpointer | str) -> Checkpointer:
+    """``found`` (what :func:`checkpointer` gave), or the CheckpointError saying why the
+    source has no checkpointer."""
+    if isinstance(found, str):
+        raise CheckpointError(f"This iterator cannot record its position: {found}.")
+    return found
 
 
 class _Pass:
@@ -170,6 +222,8 @@ class Batches:
         self._latest: Batches | None = None
         #: A pass of a restartable source, made by its iter(): iter() of it is itself.
         self._is_pass = False
+        #: How a torch DataLoader's workers start, and why ("" for other sources).
+        self.workers = ""
 
     # -- iterating ------------------------------------------------------------------------
 
@@ -187,6 +241,7 @@ class Batches:
             self._latest.close()
         fresh = Batches(self.source, self._convert, self._prefetch)
         fresh._checkpointer, fresh._is_pass = self._source_checkpointer(), True
+        fresh.workers = self.workers
         fresh._resume, self._resume = self._resume, None  # a loaded state: this pass's
         fresh._begin()
         self._latest = fresh
@@ -235,9 +290,10 @@ class Batches:
         iterator = iter(self.source) if isinstance(cp, str) else cp.begin(state)
         current = _Pass(iterator, start, None)
         if self._prefetch:
-            position = None if isinstance(cp, str) else cp.position
+            replayable = not isinstance(cp, str) and cp.replayable
+            position = None if isinstance(cp, str) or replayable else cp.position
             if position is not None:
-                current.state = position(start)
+                current.state = _position(position, start)
             current.prefetcher = _Prefetcher(
                 iterator, self._convert, self._prefetch, start, position
             )
@@ -252,10 +308,7 @@ class Batches:
         return self._checkpointer
 
     def _checkpointable(self) -> Checkpointer:
-        cp = self._source_checkpointer()
-        if isinstance(cp, str):
-            raise CheckpointError(f"This iterator cannot record its position: {cp}.")
-        return cp
+        return checkpointable(self._source_checkpointer())
 
     def state_dict(self) -> dict[str, Any]:
         """Where the batches handed out so far leave the source: a plain picklable dict
@@ -268,32 +321,20 @@ class Batches:
             return latest.state_dict()
         if current is None:
             produced, position = self._resume if self._resume is not None else (0, None)
-        elif current.prefetcher is not None:
+        elif current.prefetcher is not None and not cp.replayable:
             produced, position = current.produced, current.state
         else:
             produced, position = current.produced, cp.position(current.produced)
-        return {FORMAT: 1, "source": cp.name, "batches": produced, "position": position}
+        return make_state(cp, produced, position)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume at ``state`` (from :meth:`state_dict` of an iterator over a source built
         the same way): the next batch pulled is the one after those it counts. A pass in
         progress is closed."""
-        cp = self._checkpointable()
-        if not isinstance(state, dict) or state.get(FORMAT) != 1:
-            raise CheckpointError(
-                "load_state_dict() takes a state made by state_dict() of a converted "
-                f"iterator; this is a {type(state).__name__} without its {FORMAT!r} key.\n"
-                "Pass the dict state_dict() returned (it pickles)."
-            )
-        if state.get("source") != cp.name:
-            raise CheckpointError(
-                f"This state was made for another kind of source ({state.get('source')!r}); "
-                f"this iterator's source is {cp.name!r}.\nLoad it into an iterator over a "
-                "source built the same way."
-            )
+        resume = read_state(self._checkpointable(), state)
         self.close()
         self._pass, self._latest = None, None
-        self._resume = (int(state["batches"]), state["position"])
+        self._resume = resume
 
     # -- the rest -------------------------------------------------------------------------
 

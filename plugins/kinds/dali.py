@@ -224,10 +224,10 @@ def device_id(device: Device | None) -> int | None:
     return device.index
 
 
-def pipeline(obj: Any, ctx: CallContext, **overrides: int) -> Any:
+def pipeline(obj: Any, ctx: CallContext, **overrides: Any) -> Any:
     """A built pipeline: ``obj`` itself, or ``obj`` (a ``@pipeline_def``) called with the build
     options, the chosen device_id and ``overrides`` (a shard's batch_size, shard_id and
-    num_shards)."""
+    num_shards; a DALI checkpoint to restore)."""
     from nvidia.dali.pipeline import Pipeline
 
     build = {k: ctx.options[k] for k in BUILD_OPTIONS if k in ctx.options} | overrides
@@ -292,7 +292,8 @@ def to_jax(obj: Any, ctx: CallContext) -> Any:
 
     pipes, options = prepared(obj, ctx, partial_ok=False)
     with dali_errors(obj):
-        return jax_iterator(pipes, dtype=ctx.option("dtype"), **options)
+        it = jax_iterator(pipes, dtype=ctx.option("dtype"), **options)
+    return restorable(it, obj, ctx, lambda p: p, ctx.option("dtype"), **options)
 
 
 def to_torch(obj: Any, ctx: CallContext) -> Any:
@@ -302,7 +303,8 @@ def to_torch(obj: Any, ctx: CallContext) -> Any:
 
     pipes, options = prepared(obj, ctx)
     with dali_errors(obj):
-        return torch_iterator(pipes, dtype=ctx.option("dtype"), **options)
+        it = torch_iterator(pipes, dtype=ctx.option("dtype"), **options)
+    return restorable(it, obj, ctx, lambda p: p, ctx.option("dtype"), **options)
 
 
 def to_numpy(obj: Any, ctx: CallContext) -> Any:
@@ -313,10 +315,27 @@ def to_numpy(obj: Any, ctx: CallContext) -> Any:
     pipes, options = prepared(obj, ctx)
     # dtype= casts here only when numpy is the target: else the batches' to() casts them.
     cast = ctx.option("dtype") if ctx.target == "numpy" else None
+    many = isinstance(obj, (list, tuple))
     with dali_errors(obj):
-        return NumpyBatches(
-            pipes if isinstance(obj, (list, tuple)) else pipes[0], dtype=cast, **options
-        )
+        it = NumpyBatches(pipes if many else pipes[0], dtype=cast, **options)
+    return restorable(it, obj, ctx, lambda p: p if many else p[0], dtype=cast, **options)
+
+
+def restorable(it: Any, obj: Any, ctx: CallContext, form: Any, *args: Any, **kwargs: Any) -> Any:
+    """``it`` (made by ``type(it)(form(pipes), *args, **kwargs)``), able to start again
+    from DALI checkpoints when ``obj`` is a @pipeline_def built with enable_checkpointing:
+    its pipelines are built again with ``checkpoint=`` and the iterator re-made over them,
+    in place (checkpoints.py resumes a converted iterator so)."""
+    if not (_is_pipeline_def(obj) and it._enable_checkpointing):
+        return it
+
+    def remake(it: Any, checkpoints: list[Any]) -> None:
+        pipes = [pipeline(obj, ctx, checkpoint=c) for c in checkpoints]
+        with dali_errors(obj):
+            type(it).__init__(it, form(pipes), *args, **kwargs)
+
+    it._remake = remake
+    return it
 
 
 def to_jax_sharded(obj: Any, ctx: CallContext) -> Any:

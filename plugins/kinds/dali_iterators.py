@@ -4,7 +4,7 @@ functions that need them), so only the plugin's converters import this module.""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,47 @@ class _EpochLength:
 
     def __bool__(self) -> bool:
         return True
+
+    #: Makes this iterator again, in place, over pipelines built again from DALI
+    #: checkpoints (one per pipeline): set by the converter that built the pipelines from a
+    #: @pipeline_def with enable_checkpointing=True (DALI restores a pipeline's readers and
+    #: random generators only when it is built). checkpoints.py resumes through it.
+    _remake: Callable[[Any, list[Any]], None] | None = None
+
+    def _restore(self, checkpoints: list[Any]) -> None:
+        """Start where ``checkpoints()`` of an iterator made the same way left off."""
+        assert self._remake is not None  # checkpoints.py asks only restorable iterators
+        self._remake(self, checkpoints)
+
+    #: Just restored by load_state_dict(): the next iter() goes on from there (DALI's own
+    #: iter() of an iterator restored at the end of an epoch would start the next one).
+    _restored = False
+
+    def __iter__(self) -> Any:
+        if self._restored:
+            self._restored = False
+            return self
+        return super().__iter__()  # type: ignore[misc]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this iterator is (DALI's checkpoint of each pipeline), a plain picklable
+        dict for :meth:`load_state_dict` of an iterator converted the same way (a
+        ``@pipeline_def`` with ``enable_checkpointing=True``); else a CheckpointError."""
+        from .batches import checkpointable, make_state
+        from .checkpoints import checkpointer
+
+        cp = checkpointable(checkpointer(self))
+        return make_state(cp, 0, cp.position(0))  # DALI's checkpoints hold the count
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Go on where ``state`` (from :meth:`state_dict`) says: the pipelines are built
+        again from its checkpoints, and the next batch is the one after it."""
+        from .batches import checkpointable, read_state
+        from .checkpoints import checkpointer
+
+        _, position = read_state(checkpointable(checkpointer(self)), state)
+        self._restore(list(position["checkpoints"]))
+        self._restored = True
 
 
 @functools.cache
