@@ -105,11 +105,12 @@ def dali_session(session: nox.Session) -> None:
 @nox.session
 def sharded(session: nox.Session) -> None:
     """numpy + torch + JAX with four jax host devices: sharded jax.Arrays and DTensors in one
-    process, then two processes (jax.distributed + torch.distributed over gloo)."""
+    process, then two processes (jax.distributed + torch.distributed over gloo); global
+    batches from any iterator (sharding=)."""
     install(session, "numpy", "torch", "jax")
     pytest(
         session, "numpy,torch,jax", "tests/test_sharded.py", "tests/test_distributed.py",
-        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        "tests/test_global_batches.py", XLA_FLAGS="--xla_force_host_platform_device_count=4",
     )  # fmt: skip
 
 

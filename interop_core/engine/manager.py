@@ -40,6 +40,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.kinds.dali",
     "interop_plugins.kinds.dali_dynamic",
     "interop_plugins.exchange.sharding",
+    "interop_plugins.exchange.global_batches",
 )
 
 

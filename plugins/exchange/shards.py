@@ -300,7 +300,7 @@ def dtensor_to_jax(d: Any, ctx: CallContext) -> Any:
         spec = spec_from_placements(d.placements, jmesh.axis_names, tuple(mesh.shape), shape)
         sharding = NamedSharding(jmesh, spec)
     else:
-        sharding = _jax_sharding(sharding)
+        sharding = jax_sharding(sharding)
         names = [str(i) for i in range(mesh.ndim)]  # checks the placements map at all
         spec_from_placements(d.placements, names, tuple(mesh.shape), shape)
     coordinate = mesh.get_coordinate()
@@ -370,7 +370,7 @@ def dtensor_full(d: Any, ctx: CallContext) -> Any:
     """
     sharding = ctx.option("sharding")
     if sharding is not None:
-        _jax_sharding(sharding)
+        jax_sharding(sharding)
         if ctx.target != "jax":
             raise OptionError(
                 f"sharding= lays out a jax.Array, and this call makes a {ctx.target} array.\n"
@@ -388,7 +388,7 @@ def dtensor_full(d: Any, ctx: CallContext) -> Any:
     return d.full_tensor()
 
 
-def _jax_sharding(value: Any) -> Any:
+def jax_sharding(value: Any) -> Any:
     """``sharding=`` checked: a jax.sharding.Sharding."""
     from jax.sharding import Sharding
 
@@ -408,7 +408,7 @@ def jax_lay_out(x: Any, ctx: CallContext) -> Any:
     a shard alias ``x``)."""
     import jax
 
-    sharding = _jax_sharding(ctx.option("sharding"))
+    sharding = jax_sharding(ctx.option("sharding"))
     try:
         sharding.shard_shape(tuple(x.shape))  # a layout that does not fit: refused here
     except ValueError as exc:

@@ -30,14 +30,25 @@ from .batches import Batches
 RESTARTABLE = (
     "torch.utils.data.DataLoader",
     "tensorflow.python.data.ops.dataset_ops.DatasetV2",
+    # Datasets whose every iter() is a new pass: Hugging Face's IterableDataset (and any
+    # torch IterableDataset), Grain's datasets and DataLoader.
+    "torch.utils.data.dataset.IterableDataset",
+    "grain._src.python.dataset.dataset.MapDataset",
+    "grain._src.python.dataset.dataset.IterDataset",
+    "grain._src.python.data_loader.DataLoader",
 )
 
 
 def batches_for(source: Iterable[Any], convert: Callable[[Any], Any], ctx: CallContext) -> Batches:
     """The converted iterator over ``source``, each batch made by ``convert``, with what the
     call's options ask of the iterator itself (prefetch=, resuming: see :class:`Batches`).
-    Every iterator edge builds its result with this."""
-    return Batches(source, convert, prefetch_depth(ctx.option("prefetch")))
+    Every iterator edge builds its result with this. A torch DataLoader's workers are made
+    safe here, before any pass starts them (loader_workers.py); ``.workers`` says how."""
+    from .loader_workers import safe_workers
+
+    batches = Batches(source, convert, prefetch_depth(ctx.option("prefetch")))
+    batches.workers = safe_workers(source, ctx.target)
+    return batches
 
 
 def prefetch_depth(value: Any) -> int:
@@ -102,6 +113,10 @@ def interop_converters() -> list[ConverterSpec]:
             note="each batch is converted when it is pulled, by its own route "
             "(explain(batch, target) shows it); copy= and dtype= apply to every batch; "
             "prefetch=N converts N batches ahead on a thread; state_dict() and "
-            "load_state_dict() resume mid-pass where the source can say where it is",
+            "load_state_dict() resume mid-pass where the source can say where it is; a torch "
+            "DataLoader's workers start by forkserver instead of fork when JAX or TensorFlow "
+            "is loaded or the target (a forked worker running their code hangs, jax#9190), "
+            "unless it names a multiprocessing_context or cannot be pickled: the iterator's "
+            ".workers says which and why",
         )
     ]
