@@ -80,7 +80,7 @@ def test_a_shuffled_map_style_dataloader(target: str) -> None:
         torch.manual_seed(7)  # the order of every pass; the resumed pass replays it
         return torch.utils.data.DataLoader(Squares(), batch_size=4, shuffle=True)
 
-    cast = {"dtype": {"int64": "int32"}} if target == "jax" else {}
+    cast: dict[str, Any] = {"dtype": {"int64": "int32"}} if target == "jax" else {}
     want = list(ic.to(build(), target, prefetch=2, **cast))
     it = iter(ic.to(build(), target, prefetch=2, **cast))
     head = [next(it) for _ in range(3)]
@@ -178,12 +178,12 @@ def test_a_dali_pipeline_with_checkpointing(target: str, npy_root: str) -> None:
     def build() -> Any:
         return body
 
-    options = {
+    options: dict[str, Any] = {
         "output_map": ["x", "r"], "batch_size": 4, "num_threads": 1,
         "pipeline_kwargs": {"root": npy_root}, "reader_name": "R",
         "last_batch_policy": "drop",
     }  # fmt: skip
-    prefetch = {"prefetch": 2} if target == "tensorflow" else {}
+    prefetch: dict[str, Any] = {"prefetch": 2} if target == "tensorflow" else {}
     want = list(ic.to(build(), target, **options, **prefetch))
     for k in (0, 1, len(want) // 2, len(want) - 1):
         it = iter(ic.to(build(), target, **options, **prefetch))
