@@ -100,11 +100,7 @@ NOTES = [
     "more with large buffers). Without prefetch the position is read only when asked.",
     "- tf.data: the dataset runs with autotune and injected prefetch off, so its batches are "
     "made on the thread that pulls them; with TensorFlow's defaults, epochs of 64 batches "
-    "here swung between 20 and 200 ms on both sides. A converted Dataset also checks once, "
-    "at its first pass, that TensorFlow can save its state (`DatasetToGraphV2`, which "
-    "serializes the dataset graph: ~70-100 ms here for these 12 MiB of "
-    "`from_tensor_slices` tensors); it is converted once, so that check is in the warm-up, "
-    "not in the rows.",
+    "here swung between 20 and 200 ms on both sides.",
 ]
 
 
