@@ -8,10 +8,12 @@ Imports no framework.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -36,6 +38,29 @@ class _Item:
 
     def __init__(self, index: int, value: Any, error: BaseException | None, state: Any) -> None:
         self.index, self.value, self.error, self.state = index, value, error, state
+
+
+#: The prefetchers whose threads may be running: stopped at interpreter exit, before the
+#: frameworks tear down (a daemon thread killed inside JAX's or torch's C++ code aborts the
+#: process: "terminate called without an active exception").
+_LIVE: weakref.WeakSet[_Prefetcher] = weakref.WeakSet()
+_registered = False
+
+
+def _stop_all() -> None:
+    for prefetcher in list(_LIVE):
+        prefetcher.close(timeout=2.0)
+
+
+def _track(prefetcher: _Prefetcher) -> None:
+    """Keep ``prefetcher`` for :func:`_stop_all`, registered with atexit at the first one:
+    by then the frameworks its batches use are imported, and atexit runs the handlers
+    registered last first, so the threads stop before those frameworks' own handlers."""
+    global _registered
+    if not _registered:
+        atexit.register(_stop_all)
+        _registered = True
+    _LIVE.add(prefetcher)
 
 
 class _Prefetcher:
@@ -66,6 +91,7 @@ class _Prefetcher:
             name="interop_core prefetch",
             daemon=True,  # a source blocked forever must not keep the interpreter alive
         )
+        _track(self)
         self._thread.start()
 
     def _produce(
