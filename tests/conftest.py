@@ -115,6 +115,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def rank_facts(ranks: list[Any], timeout: float, what: str = "rank") -> list[Any]:
+    """Wait for every process of a multi-process test (``subprocess.Popen`` objects with
+    text pipes), kill those left waiting for a dead peer, assert each exited 0, and return
+    the JSON object each printed on its last line."""
+    import json
+
+    outputs = []
+    try:
+        for p in ranks:
+            out, err = p.communicate(timeout=timeout)
+            outputs.append((p.returncode, out, err))
+    finally:
+        for p in ranks:  # a rank left waiting for a dead peer must not outlive the test
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    for rank, (code, out, err) in enumerate(outputs):
+        assert code == 0, f"{what} {rank} exited {code}:\n{out[-3000:]}\n{err[-5000:]}"
+    return [json.loads(out.strip().splitlines()[-1]) for _, out, _ in outputs]
+
+
 @contextlib.contextmanager
 def one_rank_mesh(device_type: str) -> Iterator[Any]:
     """A one-rank gloo process group on the loopback address, and its 1-D DeviceMesh

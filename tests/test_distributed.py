@@ -3,12 +3,11 @@ initialised, each rank converting its own shards (distributed_worker.py does the
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import free_port, need
+from conftest import free_port, need, rank_facts
 
 WORKER = Path(__file__).with_name("distributed_worker.py")
 WORLD = 2
@@ -28,19 +27,7 @@ def test_two_processes_convert_their_own_shards(tmp_path: Path) -> None:
         )
         for rank in range(WORLD)
     ]
-    outputs = []
-    try:
-        for p in ranks:
-            out, err = p.communicate(timeout=180)
-            outputs.append((p.returncode, out, err))
-    finally:
-        for p in ranks:  # a rank left waiting for a dead peer must not outlive the test
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (code, out, err) in enumerate(outputs):
-        assert code == 0, f"rank {rank} exited {code}:\n{out[-3000:]}\n{err[-5000:]}"
-    facts = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in outputs]
+    facts = rank_facts(ranks, 180)
     assert [f["rank"] for f in facts] == [f["jax_process"] for f in facts] == [0, 1]
     for f in facts:
         assert f["ok"] and f["gather_refused"]

@@ -10,7 +10,6 @@ them in such a process. The two-process test starts its own processes, two CPU d
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port, need
+from conftest import free_port, need, rank_facts
 
 from interop_core import ConversionError, OptionError, explain, to
 
@@ -245,19 +244,7 @@ def test_two_processes_each_feed_their_share_of_a_global_batch(tmp_path: Path) -
         )
         for rank in range(2)
     ]
-    outputs = []
-    try:
-        for p in ranks:
-            out, err = p.communicate(timeout=240)
-            outputs.append((p.returncode, out, err))
-    finally:
-        for p in ranks:  # a rank left waiting for a dead peer must not outlive the test
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (code, out, err) in enumerate(outputs):
-        assert code == 0, f"process {rank} exited {code}:\n{out[-3000:]}\n{err[-5000:]}"
-    seen = [json.loads(out.strip().splitlines()[-1]) for _, out, _ in outputs]
+    seen = rank_facts(ranks, 240, "process")
     for rank, facts in enumerate(seen):
         assert facts["rank"] == rank and facts["processes"] == 2
         assert facts["route"] == [EDGE]

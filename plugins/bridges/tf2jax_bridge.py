@@ -70,7 +70,7 @@ def _assignments(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> s
     writes variables (a counter, BatchNorm statistics in training)."""
     try:
         graph = tf_fn.get_concrete_function(*args, **kwargs).graph
-        found = sorted({op.type for op in graph.get_operations()} & _WRITES)
+        found = sorted(_operations(graph.as_graph_def()) & _WRITES)
     except Exception:  # tf2jax will meet the same trouble and say what it is
         return ""
     if not found:
