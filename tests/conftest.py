@@ -22,11 +22,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax")
 #: Data loaders (the .[loaders] extra): the full-stack session requires them as well.
 LOADERS = ("torchdata", "grain", "datasets")
+#: Table libraries (the .[tables] extra): the full-stack session requires them as well.
+TABLES = ("pyarrow", "polars", "pandas")
 _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
     "dali": "nvidia.dali", "cupy": "cupy", "tf2jax": "tf2jax",
     # Data loaders whose checkpoints are tested (need() imports them, nothing else).
     "torchdata": "torchdata.stateful_dataloader", "grain": "grain", "datasets": "datasets",
+    "pyarrow": "pyarrow", "polars": "polars", "pandas": "pandas",
 }  # fmt: skip
 
 
@@ -65,7 +68,7 @@ def required() -> set[str]:
     """Frameworks the current nox session names: their tests must run, never skip."""
     value = os.environ.get("INTEROP_REQUIRE", "")
     names = {n.strip() for n in value.split(",") if n.strip()}
-    return set(FRAMEWORKS) | set(LOADERS) if "all" in names else names
+    return set(FRAMEWORKS) | set(LOADERS) | set(TABLES) if "all" in names else names
 
 
 def need(name: str) -> Any:

@@ -199,6 +199,8 @@ SECTIONS = {
     "Pipelines and iterators": Section(("numpy", "dali", "jax", "torch", "tensorflow"),
                                        prelude=_PIPELINES),
     "Sharded and distributed arrays": Section(("numpy", "torch", "jax"), prelude=_SHARDED),
+    "Tables": Section(("numpy", "torch", "jax", "pyarrow"),
+                      prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "GPUs: PyTorch, JAX and CuPy on CUDA": Section(("numpy", "torch", "jax", "cupy"), gpus=2,
                                                    prelude=_GPUS),
 }  # fmt: skip

@@ -41,6 +41,9 @@ BUILTIN_PLUGINS = (
     "interop_plugins.kinds.dali_dynamic",
     "interop_plugins.exchange.sharding",
     "interop_plugins.exchange.global_batches",
+    "interop_plugins.frameworks.arrow",
+    "interop_plugins.frameworks.polars",
+    "interop_plugins.frameworks.pandas",
 )
 
 

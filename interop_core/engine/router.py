@@ -298,7 +298,7 @@ def _check_device(st: State, req: Request, goal: str) -> None:
 
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
-    taken = {name for _, e, _ in found.path for name in e.options}
+    taken = {name for _, e, _ in found.path for name in _options(st, e)}
     # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
     # route is cheapest, unless the edge marks its result and is opted in: then the option
     # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
@@ -368,9 +368,10 @@ def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKe
         return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
     if not edge.context:
         return func  # type: ignore[no-any-return]
+    options = _options(st, edge)
     ctx = CallContext(
         device=req.device,
-        options=MappingProxyType({k: v for k, v in req.options if k in edge.options}),
+        options=MappingProxyType({k: v for k, v in req.options if k in options}),
         to=st.to,
         copy=req.copy,
         target=req.target.name,
@@ -380,6 +381,16 @@ def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKe
         return func(obj, ctx)
 
     return step
+
+
+def _options(st: State, edge: ConverterSpec) -> frozenset[str] | tuple[str, ...]:
+    """The options ``edge`` takes: those it declares and, on an edge of a kind whose
+    ``copy=`` reaches its items (an iterator's), every array edge's, for each item's ``to()``,
+    but for the names that choose an edge of that kind (``sharding=`` picks global batches)."""
+    if st.graph.kind(edge.kind).copy != "items":
+        return edge.options
+    steering = {n for e in st.declared if e.kind == edge.kind for n in (e.opt_in, e.opt_out)}
+    return (st.array_options - steering).union(edge.options)
 
 
 def _loader(st: State) -> Callable[[ConverterSpec], Any]:

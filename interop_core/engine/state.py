@@ -19,7 +19,15 @@ from ..declare.errors import (
     OptionError,
     UnknownFrameworkError,
 )
-from ..declare.specs import ANY, ConverterSpec, Device, FrameworkSpec, KindSpec, KnownFramework
+from ..declare.specs import (
+    ANY,
+    ARRAYS,
+    ConverterSpec,
+    Device,
+    FrameworkSpec,
+    KindSpec,
+    KnownFramework,
+)
 from .casting import convert_cast, explain_cast, parse_dtype
 from .containers import MAX_DEPTH, map_leaves
 from .detect import Detector, first_claiming
@@ -73,8 +81,9 @@ class State:
     specs, the graph, the detector, the plan cache, and ``to()``/``explain()`` on them."""
 
     __slots__ = (
-        "cache", "declared", "detect", "fast", "frameworks", "generation", "graph", "installed",
-        "kinds", "known", "names", "owned_claims", "parse_hook", "plain", "visible",
+        "array_options", "cache", "declared", "detect", "fast", "frameworks", "generation",
+        "graph", "installed", "kinds", "known", "names", "owned_claims", "parse_hook", "plain",
+        "visible",
     )  # fmt: skip
 
     def __init__(
@@ -95,6 +104,11 @@ class State:
         self.declared = specs.edges
         #: Frameworks known by name only (no plugin converts them yet), by lower-case alias.
         self.known = specs.known
+        #: Options some array edge takes (``nulls=``, ...): a kind whose ``copy=`` reaches
+        #: its items (iterators) takes them too and hands them to each item's ``to()``.
+        self.array_options = frozenset(
+            o for e in self.declared if e.kind == ARRAYS.name for o in e.options
+        )
         self.graph = graph
         hooks = hooks or Hooks()
         self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect)

@@ -116,13 +116,16 @@ def global_batches(source: Iterable[Any], ctx: CallContext) -> Any:
             f"device={str(ctx.device)!r} and sharding= both say where batches go; the "
             "sharding names the devices. Leave device= out."
         )
-    to, copy, dtype = ctx.to, ctx.copy, ctx.option("dtype")
-    cast = {} if dtype is None else {"dtype": dtype}
+    to, copy = ctx.to, ctx.copy
+    # dtype= and the arrays' own options (a table's nulls=, ...) reach each batch's to().
+    each = {
+        k: v for k, v in ctx.options.items() if k not in ("sharding", "prefetch") and v is not None
+    }
     layout = GlobalLayout(sharding)
 
     def convert(batch: Any) -> Any:
         # copy=True: new host arrays, so no global array can alias the source's memory.
-        return map_leaves(to(batch, "numpy", copy=copy, **cast), layout)
+        return map_leaves(to(batch, "numpy", copy=copy, **each), layout)
 
     return batches_for(source, convert, ctx)
 

@@ -66,11 +66,12 @@ def prefetch_depth(value: Any) -> int:
 def each_batch(batches: Iterable[Any], ctx: CallContext) -> Batches:
     """The converter: wrap ``batches`` so each is converted to the target when pulled."""
     to, target, device, copy = ctx.to, ctx.target, ctx.device, ctx.copy
-    # dtype= (a Cast, read once by to()) casts the arrays of each batch.
-    cast = {} if ctx.option("dtype") is None else {"dtype": ctx.option("dtype")}
+    # dtype= (a Cast, read once by to()) casts the arrays of each batch; the arrays' own
+    # options (a table's nulls=, ...) reach each batch's to() too.
+    each = {k: v for k, v in ctx.options.items() if k != "prefetch" and v is not None}
 
     def convert(batch: Any) -> Any:
-        return to(batch, target, device=device, copy=copy, **cast)
+        return to(batch, target, device=device, copy=copy, **each)
 
     return batches_for(batches, convert, ctx)
 
@@ -112,6 +113,7 @@ def interop_converters() -> list[ConverterSpec]:
             options=("dtype", "prefetch"),
             note="each batch is converted when it is pulled, by its own route "
             "(explain(batch, target) shows it); copy= and dtype= apply to every batch; "
+            "the options of array converters (nulls=, ...) reach each batch too; "
             "prefetch=N converts N batches ahead on a thread; state_dict() and "
             "load_state_dict() resume mid-pass where the source can say where it is; a torch "
             "DataLoader's workers start by forkserver instead of fork when JAX or TensorFlow "

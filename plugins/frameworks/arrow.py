@@ -1,0 +1,411 @@
+"""Apache Arrow (pyarrow): Tables and RecordBatches as dicts of arrays, Arrays and
+ChunkedArrays as arrays.
+
+A Table or RecordBatch converts as ``{name: array}`` in column order: its snapshot is that
+dict of its columns (each an :class:`ArrowColumn`, which keeps the name for messages), and
+the container path converts each column. Numeric and boolean columns convert, and
+FixedSizeList<T, n> columns as (length, n) arrays (nested ones with more dims); the edges
+are exchange/columns.py's. Arrow buffers that pyarrow allocates start on 64-byte
+boundaries, so JAX and TensorFlow share them too (a slice starts where its first element
+is).
+
+Read-only in rule 8's sense is what Arrow itself marks so: a column whose data buffer comes
+from a buffer Arrow holds immutable (a memory map, a Python ``bytes``, memory another
+library exported through the C data interface, as ``polars.DataFrame.to_arrow()`` does)
+is copied for torch, JAX and TensorFlow. Memory pyarrow allocated, read from Parquet or
+IPC streams, or shares with a writable numpy array is shared.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    ConversionError,
+    ConverterSpec,
+    FrameworkSpec,
+    TensorInfo,
+    hookimpl,
+)
+
+from ..exchange.columns import (
+    CHUNKED,
+    DTYPES,
+    INSTALL_HINT,
+    NULLS,
+    PACKED,
+    Access,
+    column_edges,
+    columns_dict,
+    flags,
+    refuse_columns,
+    unsupported,
+)
+from .numpy import aligned_empty, numpy_dtype
+
+NAME = "pyarrow"
+
+
+class ArrowColumn:
+    """A column of a Table or RecordBatch (a ChunkedArray or Array) with its name."""
+
+    __slots__ = ("data", "name")
+
+    def __init__(self, name: Any, data: Any) -> None:
+        self.name = name
+        self.data = data
+
+
+#: Arrow type id -> canonical dtype of the primitive types that convert (filled on first use).
+_primitive: dict[int, str] = {}
+_fixed_id: list[int] = []
+#: FixedSizeList types met -> their element (see element()).
+_lists: dict[Any, tuple[str, tuple[int, ...]] | None] = {}
+_numpy_dtypes: dict[str, Any] = {}
+
+
+def _load_ids() -> None:
+    import pyarrow as pa
+
+    names = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float16", "float32", "float64")  # fmt: skip
+    _primitive.update({getattr(pa, n)().id: n for n in names})
+    _primitive[pa.bool_().id] = "bool"
+    _fixed_id.append(pa.list_(pa.int8(), 1).id)
+
+
+def element(typ: Any) -> tuple[str, tuple[int, ...]] | None:
+    """(canonical dtype, dims after the length) of an Arrow type, or None when no array
+    holds it; FixedSizeList<T, n> adds the dim n. Read by type id (a type hashes and
+    compares in C++ at ~0.4 us), the full type only for FixedSizeLists."""
+    if not _primitive:
+        _load_ids()
+    tid = typ.id
+    name = _primitive.get(tid)
+    if name is not None:
+        return (name, ())
+    if tid != _fixed_id[0]:
+        return None
+    found = _lists.get(typ, False)
+    if found is False:
+        inner = element(typ.value_type)
+        found = None if inner is None else (inner[0], (typ.list_size, *inner[1]))
+        _lists[typ] = found
+    return found  # type: ignore[return-value]
+
+
+def _type_key(typ: Any) -> Any:
+    """What the warm-path key holds of a type: its id for a primitive one (cheap to hash)."""
+    tid = typ.id
+    return tid if tid in _primitive else typ
+
+
+def why_not(typ: Any) -> tuple[str, str]:
+    """What a column of an Arrow type no array holds contains, and what to do."""
+    import pyarrow.types as t
+
+    if t.is_string(typ) or t.is_large_string(typ) or t.is_string_view(typ):
+        return "strings", "encode them as numbers first (e.g. col.dictionary_encode().indices)"
+    if t.is_dictionary(typ):
+        return "dictionary-encoded values", "convert its codes (.indices) or decode it first"
+    if t.is_temporal(typ):
+        return f"{typ} values", "cast them to integers first (col.cast(pyarrow.int64()))"
+    if t.is_list(typ) or t.is_large_list(typ) or t.is_list_view(typ):
+        return "lists of varying length", (
+            "make them fixed-size (a FixedSizeList converts as a 2-D array) or pad them"
+        )
+    if t.is_decimal(typ):
+        return f"{typ} values", "cast them to float64 or an integer type first"
+    return f"{typ} values", "cast them to a numeric type first, or leave the column out"
+
+
+_chunked: Any = None
+
+
+def _chunks(obj: Any) -> list[Any]:
+    """The Arrays a column is made of (one for an Array)."""
+    global _chunked
+    if type(obj) is ArrowColumn:
+        obj = obj.data
+    if _chunked is None:
+        _chunked = sys.modules["pyarrow"].ChunkedArray  # imported: obj is its object
+    if type(obj) is _chunked:
+        return [obj.chunk(0)] if obj.num_chunks == 1 else obj.chunks  # type: ignore[no-any-return]
+    return [obj]
+
+
+def is_table(obj: Any) -> bool:
+    """Whether ``obj`` is a Table or RecordBatch (converted through its snapshot)."""
+    pa = sys.modules["pyarrow"]
+    return isinstance(obj, (pa.Table, pa.RecordBatch))
+
+
+def name_of(obj: Any) -> str:
+    """The column in words."""
+    if type(obj) is ArrowColumn:
+        return f"column {obj.name!r}"
+    return "this Arrow array"
+
+
+def _fixed(typ: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_fixed_size_list(typ)  # type: ignore[no-any-return]
+
+
+def _dims(arr: Any) -> tuple[int, ...]:
+    """The dims a (convertible) Array's FixedSizeLists add; () for a primitive one."""
+    found = element(arr.type)
+    return found[1] if found is not None else ()
+
+
+def _leaf(arr: Any) -> tuple[Any, int]:
+    """The innermost (primitive) array of ``arr`` and the index in its buffers of the first
+    element (a FixedSizeList's child ignores the parent's offset)."""
+    index = arr.offset
+    for size in _dims(arr):
+        arr = arr.values
+        index = arr.offset + index * size
+    return arr, index
+
+
+def has_nulls(arr: Any) -> bool:
+    """Whether an Array has a null at any level (a list's or an element's)."""
+    if arr.null_count:
+        return True
+    dims = _dims(arr)
+    if dims:
+        size = dims[0]
+        return has_nulls(arr.values.slice(arr.offset * size, len(arr) * size))
+    return False
+
+
+def readonly(arr: Any) -> bool:
+    """Whether Arrow holds the memory of an Array's data immutable at its root (see the
+    module's docstring)."""
+    leaf, _ = _leaf(arr)
+    buf = leaf.buffers()[1]
+    if buf is None:
+        return False
+    while buf.parent is not None:
+        buf = buf.parent
+    return not buf.is_mutable
+
+
+def address(arr: Any) -> int:
+    """Address of the first element's bytes (0 for none; a bool's: its byte of bits)."""
+    leaf, index = _leaf(arr)
+    buf = leaf.buffers()[1]
+    if buf is None:
+        return 0
+    found = element(leaf.type)
+    width = numpy_dtype(found[0]).itemsize if found and found[0] != "bool" else 0
+    return int(buf.address) + (index * width if width else index // 8)
+
+
+def _bits(buf: Any, offset: int, length: int) -> Any:
+    """``length`` bits of an Arrow bitmap from bit ``offset``, as bools (a copy)."""
+    import numpy as np
+
+    packed = np.frombuffer(buf, np.uint8)
+    return np.unpackbits(packed, count=offset + length, bitorder="little")[offset:].view(np.bool_)
+
+
+def raw(arr: Any) -> Any:
+    """An Array's values as numpy, nulls ignored: a view of its data (read-only when Arrow
+    holds the buffer immutable), booleans unpacked (a copy); FixedSizeLists add dims."""
+    import numpy as np
+
+    typ = arr.type
+    found = element(typ)
+    if found is None:  # never reached through the edges: describe() refuses it first
+        raise ConversionError(f"Cannot read Arrow {typ} values as an array.")
+    if found[1]:
+        size = found[1][0]
+        inner = raw(arr.values)[arr.offset * size : (arr.offset + len(arr)) * size]
+        return inner.reshape(len(arr), size, *inner.shape[1:])
+    buf = arr.buffers()[1]
+    if found[0] == "bool":
+        return _bits(buf, arr.offset, len(arr)) if len(arr) else np.zeros(0, np.bool_)
+    dtype = _numpy_dtypes.get(found[0]) or _numpy_dtypes.setdefault(found[0], numpy_dtype(found[0]))
+    if buf is None or not len(arr):
+        return np.zeros(0, dtype)
+    return np.frombuffer(buf, dtype, len(arr), arr.offset * dtype.itemsize)
+
+
+def valid(arr: Any) -> Any:
+    """True where an Array has a value, in the shape of :func:`raw` (a new array)."""
+    import numpy as np
+
+    n = len(arr)
+    top = _bits(arr.buffers()[0], arr.offset, n) if arr.null_count else None
+    dims = _dims(arr)
+    if dims:
+        size = dims[0]
+        inner = valid(arr.values.slice(arr.offset * size, n * size))
+        inner = inner.reshape(n, size, *inner.shape[1:])
+        return inner if top is None else inner & top.reshape(n, *(1,) * (inner.ndim - 1))
+    return top if top is not None else np.ones(n, np.bool_)
+
+
+def _element_or_refuse(obj: Any, typ: Any) -> tuple[str, tuple[int, ...]]:
+    found = element(typ)
+    if found is None:
+        kind, advice = why_not(typ)
+        raise unsupported(name_of(obj), kind, advice[0].upper() + advice[1:] + ".")
+    return found
+
+
+def _type(obj: Any) -> Any:
+    return (obj.data if type(obj) is ArrowColumn else obj).type
+
+
+def describe(obj: Any) -> TensorInfo:
+    """Describe a column (Array, ChunkedArray, ArrowColumn) without converting it."""
+    if is_table(obj):  # converted through its snapshot
+        raise ConversionError(
+            "An Arrow table converts column by column: to(table, target) gives a dict."
+        )
+    dtype, dims = _element_or_refuse(obj, _type(obj))
+    chunks = _chunks(obj)
+    found = set()
+    if any(map(has_nulls, chunks)):
+        found.add(NULLS)
+    if len(chunks) > 1:
+        found.add(CHUNKED)
+    if dtype == "bool":
+        found.add(PACKED)
+    shape = (sum(map(len, chunks)), *dims)
+    first = address(chunks[0]) if chunks else 0
+    ro = len(chunks) == 1 and not found and readonly(chunks[0])
+    return TensorInfo(NAME, dtype, CPU, shape, "C", ro, first % ALIGNMENT == 0, frozenset(found))
+
+
+def key(obj: Any) -> Any:
+    """Warm-path key: the Arrow type, nulls, chunks, and read-only memory."""
+    typ = _type(obj)
+    found = element(typ)
+    if found is None:
+        return (typ,)  # nothing converts it: the slow path says why
+    chunks = _chunks(obj)
+    if len(chunks) != 1:
+        return (_type_key(typ), any(map(has_nulls, chunks)), len(chunks) > 1, False)
+    arr = chunks[0]
+    nulls = has_nulls(arr)
+    ro = not nulls and found[0] != "bool" and readonly(arr)
+    return (_type_key(typ), nulls, False, ro)
+
+
+def aligned_key(obj: Any) -> Any:
+    """key() plus whether the first element is 64-byte aligned."""
+    return (*key(obj), data_ptr(obj) % ALIGNMENT == 0)
+
+
+def data_ptr(obj: Any) -> int:
+    """Address of the first element (of the first chunk)."""
+    chunks = _chunks(obj)
+    return address(chunks[0]) if chunks else 0
+
+
+def _empty(obj: Any) -> Any:
+    import numpy as np
+
+    dtype, dims = _element_or_refuse(obj, _type(obj))
+    return np.zeros((0, *dims), numpy_dtype(dtype))
+
+
+def view(obj: Any) -> Any:
+    """A column in one chunk without nulls as numpy (zero-copy but for booleans)."""
+    chunks = _chunks(obj)
+    return raw(chunks[0]) if chunks else _empty(obj)
+
+
+def copy(obj: Any) -> Any:
+    """A column without nulls as one C-contiguous, 64-byte aligned array."""
+    import numpy as np
+
+    dtype, dims = _element_or_refuse(obj, _type(obj))
+    chunks = _chunks(obj)
+    out = aligned_empty((sum(map(len, chunks)), *dims), numpy_dtype(dtype))
+    start = 0
+    for arr in chunks:
+        np.copyto(out[start : start + len(arr)], raw(arr))
+        start += len(arr)
+    return out
+
+
+def parts(obj: Any) -> tuple[Any, Any]:
+    """(values, valid) of a column with nulls (see exchange/columns.py's Access)."""
+    import numpy as np
+
+    chunks = _chunks(obj)
+    if len(chunks) == 1:
+        return raw(chunks[0]), valid(chunks[0])
+    if not chunks:
+        empty = _empty(obj)
+        return empty, np.ones(empty.shape, np.bool_)
+    return np.concatenate([raw(c) for c in chunks]), np.concatenate([valid(c) for c in chunks])
+
+
+ACCESS = Access(view=view, copy=copy, parts=parts, name=name_of)
+
+
+def arrow_type(dtype: str, like: Any = None) -> Any:
+    """The Arrow type of canonical ``dtype`` (in place of the elements of the
+    FixedSizeList type ``like``)."""
+    import pyarrow as pa
+
+    if like is not None and _fixed(like):
+        return pa.list_(arrow_type(dtype, like.value_type), like.list_size)
+    return pa.bool_() if dtype == "bool" else getattr(pa, dtype)()
+
+
+def astype(obj: Any, dtype: str) -> Any:
+    """A column cast to canonical ``dtype`` (``to(..., dtype=)``) in memory pyarrow
+    allocates (64-byte aligned), keeping its chunks and nulls; any cast goes, as numpy's
+    casting="unsafe" (the user asked for it)."""
+    named = type(obj) is ArrowColumn
+    data = obj.data if named else obj
+    out = data.cast(arrow_type(dtype, data.type), safe=False)
+    return ArrowColumn(obj.name, out) if named else out
+
+
+def snapshot(obj: Any) -> Any:
+    """A Table or RecordBatch as ``{name: ArrowColumn}`` in column order (refusing the
+    columns no array holds, all named); any other object as it is."""
+    if not is_table(obj):
+        return obj
+    names = obj.column_names
+    what = f"Arrow {type(obj).__name__}"
+    columns = [obj.column(i) for i in range(obj.num_columns)]
+    refuse_columns(
+        ((n, *why_not(c.type)) for n, c in zip(names, columns, strict=True)
+         if element(c.type) is None), what,
+    )  # fmt: skip
+    # A column in one chunk holds that Array: each read of it skips the ChunkedArray.
+    held = [c.chunk(0) if getattr(c, "num_chunks", 0) == 1 else c for c in columns]
+    return columns_dict(names, [ArrowColumn(n, c) for n, c in zip(names, held, strict=True)], what)
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """pyarrow's tables and columns, sources converted through numpy views."""
+    return [
+        FrameworkSpec(
+            name=NAME, aliases=("arrow",),
+            array_types=("pyarrow.Array", "pyarrow.ChunkedArray", "pyarrow.Table",
+                         "pyarrow.RecordBatch", f"{__name__}.ArrowColumn"),
+            describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
+            dtypes=DTYPES, module="pyarrow", distribution="pyarrow", install_hint=INSTALL_HINT,
+            target=False, snapshot=snapshot, astype=astype, flags=flags("combine_chunks()"),
+        )
+    ]  # fmt: skip
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """The column edges (exchange/columns.py) of Arrow columns."""
+    return column_edges(NAME, ACCESS, "Arrow column")
