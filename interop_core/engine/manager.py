@@ -44,6 +44,7 @@ BUILTIN_PLUGINS = (
     "interop_plugins.frameworks.arrow",
     "interop_plugins.frameworks.polars",
     "interop_plugins.frameworks.pandas",
+    "interop_plugins.frameworks.safetensors",
 )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 import importlib.util
 from typing import Any
 
@@ -140,7 +141,7 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any) -> Any:
     import numpy as np
 
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize  # np.prod costs ~5 us on a small tuple
     buf = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = -buf.ctypes.data % ALIGNMENT
     return buf[start : start + nbytes].view(dtype).reshape(shape)
