@@ -17,6 +17,10 @@ reports medians, so machine noise hits both alike. Targets:
   cost at 1 GiB <= 2 x at 1 MiB, each shard shared, not copied;
 - GPUs (benchmarks/gpu.py, run by ``nox -s gpu`` on a CUDA machine; a CPU run keeps its
   block of the report): warm overhead, size, copy bandwidth, no host round trip;
+- tables (benchmarks/tables.py): a 4 MiB polars Series -> torch >= 100 x faster than
+  ``Series.to_torch()``; a table-backed training input pipeline end to end;
+- tensor files (benchmarks/tensor_files.py): opening a 256 MiB safetensors file against
+  ``safetensors.torch.load_file`` (time, resident memory; < 32 MiB resident until touched);
 - the core before and after issue 17 (benchmarks/baseline.py loads the ``--baseline``
   commit's core beside this one): a warm call no slower than the old core's + 0.1 µs;
 - speed (benchmarks/speed.py): warm ``to(x, "jax")`` <= 0.4 x ``jax.dlpack.from_dlpack(x)``;
@@ -57,7 +61,7 @@ Row = list[str]
 Section = tuple[str, Row, list[Row]]
 #: The report's sections, in order, by the names --only takes.
 PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "tf2jax",
-         "pipelines", "sharded", "speed", "aligned")  # fmt: skip
+         "pipelines", "sharded", "speed", "aligned", "tables", "tensor_files")  # fmt: skip
 
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
@@ -617,6 +621,8 @@ def main() -> int:
     import pipelines  # benchmarks/pipelines.py, beside this file
     import sharded  # benchmarks/sharded.py, beside this file
     import speed  # benchmarks/speed.py, beside this file
+    import tables  # benchmarks/tables.py, beside this file
+    import tensor_files  # benchmarks/tensor_files.py, beside this file
     import tf2jax_bench  # benchmarks/tf2jax_bench.py, beside this file
 
     try:
@@ -654,6 +660,8 @@ def main() -> int:
         "functions": lambda: functions.sections(q),
         "tf2jax": lambda: tf2jax_bench.sections(q),
         "pipelines": lambda: pipelines.sections(q),
+        "tables": lambda: tables.sections(q),
+        "tensor_files": lambda: tensor_files.sections(q),
         "sharded": lambda: sharded.sections(q),
         "speed": lambda: speed.sections(q),
         "aligned": lambda: aligned.sections(q) if aligned is not None else [],
@@ -707,6 +715,8 @@ def main() -> int:
         *functions.NOTES,
         *tf2jax_bench.NOTES,
         *pipelines.NOTES,
+        *tables.NOTES,
+        *tensor_files.NOTES,
         *sharded.NOTES,
         *speed.NOTES,
         *getattr(aligned, "NOTES", []),
