@@ -24,12 +24,16 @@ FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax")
 LOADERS = ("torchdata", "grain", "datasets")
 #: Table libraries (the .[tables] extra): the full-stack session requires them as well.
 TABLES = ("pyarrow", "polars", "pandas")
+#: What the .[files] extra brings (safetensors writes the files read; psutil reads resident
+#: memory): the full-stack session requires them as well.
+FILES = ("safetensors", "ml_dtypes", "psutil")
 _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
     "dali": "nvidia.dali", "cupy": "cupy", "tf2jax": "tf2jax",
     # Data loaders whose checkpoints are tested (need() imports them, nothing else).
     "torchdata": "torchdata.stateful_dataloader", "grain": "grain", "datasets": "datasets",
     "pyarrow": "pyarrow", "polars": "polars", "pandas": "pandas",
+    "safetensors": "safetensors", "ml_dtypes": "ml_dtypes", "psutil": "psutil",
 }  # fmt: skip
 
 
@@ -68,7 +72,7 @@ def required() -> set[str]:
     """Frameworks the current nox session names: their tests must run, never skip."""
     value = os.environ.get("INTEROP_REQUIRE", "")
     names = {n.strip() for n in value.split(",") if n.strip()}
-    return set(FRAMEWORKS) | set(LOADERS) | set(TABLES) if "all" in names else names
+    return set(FRAMEWORKS) | set(LOADERS) | set(TABLES) | set(FILES) if "all" in names else names
 
 
 def need(name: str) -> Any:

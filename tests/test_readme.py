@@ -201,6 +201,8 @@ SECTIONS = {
     "Sharded and distributed arrays": Section(("numpy", "torch", "jax"), prelude=_SHARDED),
     "Tables": Section(("numpy", "torch", "jax", "pyarrow"),
                       prelude="import numpy as np\nfrom interop_core import explain, to\n"),
+    "Tensor files": Section(("numpy", "torch", "jax", "safetensors"),
+                            prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "GPUs: PyTorch, JAX and CuPy on CUDA": Section(("numpy", "torch", "jax", "cupy"), gpus=2,
                                                    prelude=_GPUS),
 }  # fmt: skip

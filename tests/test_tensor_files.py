@@ -200,7 +200,7 @@ def test_copy_false_refuses_an_unaligned_tensor_for_jax(tmp_path: pathlib.Path) 
 
 
 def test_bfloat16_stays_bfloat16(tmp_path: pathlib.Path) -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ml_dtypes = need("ml_dtypes")
     torch = need("torch")
     values = np.linspace(-2, 2, 12, dtype=np.float32).astype(ml_dtypes.bfloat16).reshape(3, 4)
     path = write(tmp_path / "bf.safetensors", {"w": values})
@@ -220,7 +220,7 @@ def test_bfloat16_stays_bfloat16(tmp_path: pathlib.Path) -> None:
 
 
 def test_every_dtype_is_kept_or_refused(tmp_path: pathlib.Path) -> None:
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ml_dtypes = need("ml_dtypes")
     torch = need("torch")
     values = {
         name: np.arange(6).astype(ml_dtypes.bfloat16 if name == "bfloat16" else
@@ -277,7 +277,8 @@ def test_metadata_is_not_a_tensor(tmp_path: pathlib.Path) -> None:
 
 
 def test_file_written_by_safetensors_reads_the_same(tmp_path: pathlib.Path) -> None:
-    st = pytest.importorskip("safetensors.numpy")
+    need("safetensors")
+    import safetensors.numpy as st
     path = tmp_path / "st.safetensors"
     st.save_file(VALUES, str(path), metadata={"k": "v"})
     out = to(path, "numpy")
@@ -393,7 +394,7 @@ print(json.dumps({"opened": opened - before, "touched": touched - before, "total
 
 def test_opening_256_mib_costs_under_32_mib_resident(tmp_path: pathlib.Path) -> None:
     need("torch")
-    pytest.importorskip("psutil")
+    need("psutil")
     small = write(tmp_path / "small.safetensors", {"a": np.ones(2, np.float32)})
     big = tmp_path / "big.safetensors"
     n = 16 * 2**20  # float32 elements in each of 4 tensors: 256 MiB of data
