@@ -19,6 +19,8 @@ reports medians, so machine noise hits both alike. Targets:
   block of the report): warm overhead, size, copy bandwidth, no host round trip;
 - tables (benchmarks/tables.py): a 4 MiB polars Series -> torch >= 100 x faster than
   ``Series.to_torch()``; a table-backed training input pipeline end to end;
+- sparse and ragged arrays (benchmarks/sparse.py, ragged.py): scipy CSR/COO and
+  tf.RaggedTensor / Arrow lists into torch against the by-hand and the naive paths;
 - tensor files (benchmarks/tensor_files.py): opening a 256 MiB safetensors file against
   ``safetensors.torch.load_file`` (time, resident memory; < 32 MiB resident until touched);
 - the core before and after issue 17 (benchmarks/baseline.py loads the ``--baseline``
@@ -61,7 +63,8 @@ Row = list[str]
 Section = tuple[str, Row, list[Row]]
 #: The report's sections, in order, by the names --only takes.
 PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "tf2jax",
-         "pipelines", "sharded", "speed", "aligned", "tables", "tensor_files")  # fmt: skip
+         "pipelines", "sharded", "speed", "aligned", "tables", "tensor_files",
+         "sparse", "ragged")  # fmt: skip
 
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
@@ -619,7 +622,9 @@ def main() -> int:
     import functions  # benchmarks/functions.py, beside this file
     import gpu  # benchmarks/gpu.py, beside this file
     import pipelines  # benchmarks/pipelines.py, beside this file
+    import ragged  # benchmarks/ragged.py, beside this file
     import sharded  # benchmarks/sharded.py, beside this file
+    import sparse  # benchmarks/sparse.py, beside this file
     import speed  # benchmarks/speed.py, beside this file
     import tables  # benchmarks/tables.py, beside this file
     import tensor_files  # benchmarks/tensor_files.py, beside this file
@@ -662,6 +667,8 @@ def main() -> int:
         "pipelines": lambda: pipelines.sections(q),
         "tables": lambda: tables.sections(q),
         "tensor_files": lambda: tensor_files.sections(q),
+        "sparse": lambda: sparse.sections(q),
+        "ragged": lambda: ragged.sections(q),
         "sharded": lambda: sharded.sections(q),
         "speed": lambda: speed.sections(q),
         "aligned": lambda: aligned.sections(q) if aligned is not None else [],
@@ -717,6 +724,8 @@ def main() -> int:
         *pipelines.NOTES,
         *tables.NOTES,
         *tensor_files.NOTES,
+        *getattr(sparse, "NOTES", []),
+        *getattr(ragged, "NOTES", []),
         *sharded.NOTES,
         *speed.NOTES,
         *getattr(aligned, "NOTES", []),

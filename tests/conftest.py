@@ -19,7 +19,7 @@ import pytest
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax")
+FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax", "scipy")
 #: Data loaders (the .[loaders] extra): the full-stack session requires them as well.
 LOADERS = ("torchdata", "grain", "datasets")
 #: Table libraries (the .[tables] extra): the full-stack session requires them as well.
@@ -29,7 +29,7 @@ TABLES = ("pyarrow", "polars", "pandas")
 FILES = ("safetensors", "ml_dtypes", "psutil")
 _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "tensorflow": "tensorflow",
-    "dali": "nvidia.dali", "cupy": "cupy", "tf2jax": "tf2jax",
+    "dali": "nvidia.dali", "cupy": "cupy", "tf2jax": "tf2jax", "scipy": "scipy.sparse",
     # Data loaders whose checkpoints are tested (need() imports them, nothing else).
     "torchdata": "torchdata.stateful_dataloader", "grain": "grain", "datasets": "datasets",
     "pyarrow": "pyarrow", "polars": "polars", "pandas": "pandas",

@@ -203,6 +203,10 @@ SECTIONS = {
                       prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "Tensor files": Section(("numpy", "torch", "jax", "safetensors"),
                             prelude="import numpy as np\nfrom interop_core import explain, to\n"),
+    "Sparse arrays": Section(("numpy", "torch", "scipy"),
+                             prelude="import numpy as np\nfrom interop_core import explain, to\n"),
+    "Ragged arrays": Section(("numpy", "torch", "jax", "tensorflow", "pyarrow"),
+                             prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "GPUs: PyTorch, JAX and CuPy on CUDA": Section(("numpy", "torch", "jax", "cupy"), gpus=2,
                                                    prelude=_GPUS),
 }  # fmt: skip

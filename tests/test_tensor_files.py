@@ -279,6 +279,7 @@ def test_metadata_is_not_a_tensor(tmp_path: pathlib.Path) -> None:
 def test_file_written_by_safetensors_reads_the_same(tmp_path: pathlib.Path) -> None:
     need("safetensors")
     import safetensors.numpy as st
+
     path = tmp_path / "st.safetensors"
     st.save_file(VALUES, str(path), metadata={"k": "v"})
     out = to(path, "numpy")

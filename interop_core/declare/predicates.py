@@ -17,7 +17,7 @@ from .specs import ALIGNMENT, ArrayTraits, PlanKey
 #: core knows them by name only; what each means is declared by the framework setting it.
 OPAQUE_FLAGS = frozenset(
     {"conj", "neg", "sparse", "quantized", "masked", "sharded", "multiprocess", "tracer",
-     "symbolic"}
+     "symbolic", "ragged"}
 )  # fmt: skip
 
 _UNALIGNED = Reason(

@@ -263,7 +263,10 @@ class Detector:
                 t = resolve_type(path)
                 if t is not None:
                     types.append(t)
-                elif imported(path.partition(".")[0]):
+                elif imported(path.rpartition(".")[0]):
+                    # The module the path names, not its top-level package: a type in a
+                    # submodule loaded on demand (a framework's optional extras) is absent,
+                    # not missing, until that submodule is imported.
                     self._report(spec, path)
             if types and issubclass(cls, tuple(types)):
                 return spec

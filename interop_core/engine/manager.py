@@ -41,10 +41,13 @@ BUILTIN_PLUGINS = (
     "interop_plugins.kinds.dali_dynamic",
     "interop_plugins.exchange.sharding",
     "interop_plugins.exchange.global_batches",
+    "interop_plugins.exchange.ragged",
     "interop_plugins.frameworks.arrow",
     "interop_plugins.frameworks.polars",
     "interop_plugins.frameworks.pandas",
     "interop_plugins.frameworks.safetensors",
+    "interop_plugins.frameworks.scipy",
+    "interop_plugins.exchange.sparse",
 )
 
 

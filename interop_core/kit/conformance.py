@@ -265,6 +265,10 @@ class _Kit:
         switches) refuses ``dtype`` now."""
         graph = self.reg.state.graph
         for edge in graph.edges:
+            # An edge only for flagged arrays (a ragged array's row splits need a switch of
+            # their own) says nothing of what plain arrays of the dtype need.
+            if getattr(edge.accepts, "flags", None):
+                continue
             if edge.target == target and edge.source != target:
                 for flag in graph.flags_read(edge, dtype):
                     if not flag.read():

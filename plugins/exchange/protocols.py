@@ -30,7 +30,7 @@ counts), and the object is flagged ``fresh``; the edges come in a zero-copy vari
 variants chosen by that flag, so ``explain()`` tells the truth and ``copy=True`` never shares
 memory.
 
-scipy.sparse matrices are claimed too, only to say what to do instead (``.toarray()``).
+scipy.sparse arrays are not protocols: the "scipy" framework plugin owns them.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from interop_core.plugin import (
     InterfaceInfo,
     InvalidArrayError,
     Needs,
-    NotAnArrayError,
     PlanKey,
     Reason,
     TensorInfo,
@@ -605,31 +604,9 @@ def _load_asarray() -> Any:
     return np.asarray
 
 
-# -- 6. scipy.sparse: advice only -------------------------------------------------------------
-
-
-def _is_sparse(obj: Any) -> bool:
-    # Claimed rather than declared in array_types: resolving "scipy.sparse..." from an
-    # imported scipy would import scipy.sparse (scipy loads submodules on attribute access),
-    # and a sparse matrix exists only once scipy.sparse is imported.
-    sparse = sys.modules.get("scipy.sparse")
-    return sparse is not None and bool(sparse.issparse(obj))
-
-
-def describe_sparse(x: Any) -> TensorInfo:
-    """Never a TensorInfo: a sparse matrix has no dense buffer; says what to do instead."""
-    kind = f"{type(x).__module__}.{type(x).__qualname__}"
-    shape = "x".join(map(str, getattr(x, "shape", ()))) or "?"
-    raise NotAnArrayError(
-        f"Cannot convert a {kind} ({shape}, {getattr(x, 'nnz', '?')} stored values): a "
-        "scipy.sparse matrix has no dense buffer to share. .toarray() gives a dense numpy "
-        "array (then convert that); for a torch sparse tensor, build one from .tocoo(): "
-        "c = m.tocoo(); torch.sparse_coo_tensor(numpy.vstack([c.row, c.col]), c.data, c.shape)."
-    )
-
-
-def _no_pointer(x: Any) -> int:
-    raise TypeError(f"a {type(x).__qualname__} has no dense buffer")
+# scipy.sparse arrays are the "scipy" framework's (plugins/frameworks/scipy.py), declared by
+# type with ``module="scipy.sparse"``: detection looks only once scipy.sparse is imported, so
+# importing scipy (which does not import scipy.sparse) never makes detection import it.
 
 
 # -- shared -------------------------------------------------------------------------------------
@@ -735,13 +712,8 @@ _SOURCE: dict[str, Any] = {"dtypes": frozenset(DTYPES), "target": False, "exampl
 
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
-    """The protocols, in the order detection asks them, and scipy.sparse (advice only)."""
+    """The protocols, in the order detection asks them."""
     return [
-        FrameworkSpec(
-            name="scipy.sparse", array_types=(), describe=describe_sparse,
-            key=describe_sparse, data_ptr=_no_pointer, claims=_is_sparse,
-            distribution="scipy", **_SOURCE,
-        ),
         FrameworkSpec(
             name="dlpack", array_types=(), describe=describe_dlpack, key=dlpack_key,
             snapshot=snapshot_dlpack, data_ptr=dlpack_ptr, claims=_speaks_dlpack,

@@ -44,6 +44,7 @@ from ..exchange.columns import (
     refuse_columns,
     unsupported,
 )
+from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from .numpy import aligned_empty, numpy_dtype
 
 NAME = "pyarrow"
@@ -97,10 +98,20 @@ def element(typ: Any) -> tuple[str, tuple[int, ...]] | None:
     return found  # type: ignore[return-value]
 
 
-def _type_key(typ: Any) -> Any:
-    """What the warm-path key holds of a type: its id for a primitive one (cheap to hash)."""
+def ragged(typ: Any) -> bool:
+    """Whether an Arrow type is a List or LargeList of values an array holds (converted as
+    a ragged array by exchange/ragged.py)."""
+    from ..exchange.ragged_convert import arrow_is_list
+
+    return arrow_is_list(typ) and element(typ.value_type) is not None
+
+
+def _type_key(typ: Any, found: tuple[str, tuple[int, ...]]) -> Any:
+    """What the warm-path key holds of a type: its id for a primitive one (cheap to hash);
+    for a FixedSizeList its element dtype and dims, never its sizes (a key must not read
+    the shape: one per list size would grow the plan cache without bound)."""
     tid = typ.id
-    return tid if tid in _primitive else typ
+    return tid if tid in _primitive else (found[0], len(found[1]))
 
 
 def why_not(typ: Any) -> tuple[str, str]:
@@ -113,10 +124,18 @@ def why_not(typ: Any) -> tuple[str, str]:
         return "dictionary-encoded values", "convert its codes (.indices) or decode it first"
     if t.is_temporal(typ):
         return f"{typ} values", "cast them to integers first (col.cast(pyarrow.int64()))"
-    if t.is_list(typ) or t.is_large_list(typ) or t.is_list_view(typ):
-        return "lists of varying length", (
-            "make them fixed-size (a FixedSizeList converts as a 2-D array) or pad them"
+    if t.is_list(typ) or t.is_large_list(typ):  # of values no array holds (ragged())
+        inner = typ.value_type
+        if t.is_list(inner) or t.is_large_list(inner) or t.is_list_view(inner):
+            return "lists of lists", (
+                "only one ragged dimension converts: flatten the inner lists first "
+                "(pyarrow.compute.list_flatten)"
+            )
+        return f"lists of {inner}", (
+            "convert the values to numbers first (a list of numbers converts as a ragged array)"
         )
+    if t.is_list_view(typ):
+        return "list views", "cast it to a list type first (col.cast(pyarrow.list_(...)))"
     if t.is_decimal(typ):
         return f"{typ} values", "cast them to float64 or an integer type first"
     return f"{typ} values", "cast them to a numeric type first, or leave the column out"
@@ -269,6 +288,10 @@ def describe(obj: Any) -> TensorInfo:
         raise ConversionError(
             "An Arrow table converts column by column: to(table, target) gives a dict."
         )
+    if ragged(_type(obj)):  # a list of numbers: a ragged array (exchange/ragged.py)
+        from ..exchange.ragged_convert import arrow_describe
+
+        return arrow_describe(obj)
     dtype, dims = _element_or_refuse(obj, _type(obj))
     chunks = _chunks(obj)
     found = set()
@@ -289,14 +312,18 @@ def key(obj: Any) -> Any:
     typ = _type(obj)
     found = element(typ)
     if found is None:
+        if ragged(typ):
+            from ..exchange.ragged_convert import arrow_key
+
+            return arrow_key(obj)
         return (typ,)  # nothing converts it: the slow path says why
     chunks = _chunks(obj)
     if len(chunks) != 1:
-        return (_type_key(typ), any(map(has_nulls, chunks)), len(chunks) > 1, False)
+        return (_type_key(typ, found), any(map(has_nulls, chunks)), len(chunks) > 1, False)
     arr = chunks[0]
     nulls = has_nulls(arr)
     ro = not nulls and found[0] != "bool" and readonly(arr)
-    return (_type_key(typ), nulls, False, ro)
+    return (_type_key(typ, found), nulls, False, ro)
 
 
 def aligned_key(obj: Any) -> Any:
@@ -307,6 +334,10 @@ def aligned_key(obj: Any) -> Any:
 def data_ptr(obj: Any) -> int:
     """Address of the first element (of the first chunk)."""
     chunks = _chunks(obj)
+    if chunks and element(chunks[0].type) is None:  # a list array: its first value's
+        from ..exchange.ragged_convert import arrow_data_ptr
+
+        return arrow_data_ptr(obj)
     return address(chunks[0]) if chunks else 0
 
 
@@ -378,16 +409,37 @@ def snapshot(obj: Any) -> Any:
     columns no array holds, all named); any other object as it is."""
     if not is_table(obj):
         return obj
-    names = obj.column_names
+    names = obj.schema.names  # column_names costs ~12 us on a 17-column batch
     what = f"Arrow {type(obj).__name__}"
     columns = [obj.column(i) for i in range(obj.num_columns)]
     refuse_columns(
         ((n, *why_not(c.type)) for n, c in zip(names, columns, strict=True)
-         if element(c.type) is None), what,
+         if element(c.type) is None and not ragged(c.type)), what,
     )  # fmt: skip
     # A column in one chunk holds that Array: each read of it skips the ChunkedArray.
     held = [c.chunk(0) if getattr(c, "num_chunks", 0) == 1 else c for c in columns]
     return columns_dict(names, [ArrowColumn(n, c) for n, c in zip(names, held, strict=True)], what)
+
+
+def example(values: Any, dtype: str) -> Any:
+    """An Arrow column of ``values`` (nested lists, as the conformance kit builds them): a
+    FixedSizeList array for each dim after the first, over one buffer pyarrow allocates."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = np.asarray(values, dtype=numpy_dtype(dtype))
+    if dtype == "bool":
+        out = pa.array(data.ravel())  # bits: Arrow packs them into its own buffer
+    else:
+        # In a buffer Arrow allocates (64-byte aligned), never numpy's: pa.array() may wrap
+        # numpy's memory, whose alignment varies from run to run, and the doctor's route
+        # matrix must say the same every time.
+        buf = pa.allocate_buffer(data.nbytes)
+        np.frombuffer(buf, dtype=data.dtype)[:] = data.ravel()
+        out = pa.Array.from_buffers(pa.from_numpy_dtype(data.dtype), data.size, [None, buf])
+    for size in reversed(data.shape[1:]):
+        out = pa.FixedSizeListArray.from_arrays(out, size)
+    return out
 
 
 @hookimpl
@@ -400,7 +452,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
                          "pyarrow.RecordBatch", f"{__name__}.ArrowColumn"),
             describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
             dtypes=DTYPES, module="pyarrow", distribution="pyarrow", install_hint=INSTALL_HINT,
-            target=False, snapshot=snapshot, astype=astype, flags=flags("combine_chunks()"),
+            target=False, snapshot=snapshot, astype=astype, example=example,
+            flags=(*flags("combine_chunks()"), *RAGGED_FLAGS),
         )
     ]  # fmt: skip
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ctypes
-import math
 import importlib.util
+import math
 from typing import Any
 
 from interop_core.plugin import (

@@ -160,7 +160,9 @@ def key(s: Any) -> Any:
         if not found[1]:
             _plain[cls] = found[0]
             return (cls, *_state(s, found))
-        return (dtype, *_state(s, found))
+        # An Array column by its element dtype and dims, never its widths (a key must not
+        # read the shape: one per width would grow the plan cache without bound).
+        return ((found[0], len(found[1])), *_state(s, found))
     # The common case spelled out (a call less on every warm conversion).
     if s.n_chunks() > 1:
         return (cls, s.has_nulls(), True, False)
@@ -266,6 +268,16 @@ def snapshot(obj: Any) -> Any:
     return columns_dict([s.name for s in columns], columns, "polars DataFrame")
 
 
+def example(values: Any, dtype: str) -> Any:
+    """A polars Series of ``values`` (nested lists, as the conformance kit builds them): an
+    ``Array`` column for each dim after the first, in one chunk polars allocates."""
+    import polars as pl
+
+    # Over Arrow's own (64-byte aligned) buffer, so routes into JAX and TensorFlow are the
+    # same every run (the doctor's matrix prints them).
+    return pl.Series("example", arrow.example(values, dtype))
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """polars' DataFrames and Series, sources converted through numpy views."""
@@ -275,6 +287,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
             dtypes=DTYPES, module="polars", distribution="polars", install_hint=INSTALL_HINT,
             target=False, snapshot=snapshot, astype=astype, flags=flags("rechunk()"),
+            example=example,
         )
     ]  # fmt: skip
 

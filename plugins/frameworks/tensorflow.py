@@ -19,6 +19,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from ..kinds.callables import FUNCTIONS
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
@@ -57,8 +58,29 @@ def _symbolic(t: Any) -> bool:
     return type(t).__name__ != "EagerTensor"
 
 
+def is_sparse(t: Any) -> bool:
+    """A tf.SparseTensor (by class name: nothing is imported)."""
+    return type(t).__name__ == "SparseTensor"
+
+
+def _describe_sparse(t: Any) -> TensorInfo:
+    """A tf.SparseTensor: COO with int64 (nnz, ndim) indices. TF keeps no record of
+    whether its indices are sorted and unique, so it is never flagged "canonical"."""
+    return TensorInfo(
+        framework="tensorflow", dtype=t.dtype.name, device=device_of(t.values.device),
+        shape=tuple(int(d) for d in t.shape), layout="C", readonly=False, aligned=True,
+        flags=frozenset({"sparse", "coo", "int64_indices"}),
+    )  # fmt: skip
+
+
 def describe(t: Any) -> TensorInfo:
     """Describe an eager tf.Tensor (always C-contiguous)."""
+    if is_sparse(t):
+        return _describe_sparse(t)
+    if type(t).__name__ == "RaggedTensor":  # a ragged array (exchange/ragged.py)
+        from ..exchange.ragged_convert import tf_describe
+
+        return tf_describe(t)
     shape = tuple(int(d) if d is not None else -1 for d in t.shape)
     symbolic = _symbolic(t)
     return TensorInfo(
@@ -79,7 +101,13 @@ def key(t: Any) -> Any:
     """Warm-path key: dtype enum and device string (DType objects hash slowly)."""
     try:
         return (t._datatype_enum(), t.device)
-    except AttributeError:  # a symbolic tensor
+    except AttributeError:  # a symbolic tensor, or a SparseTensor
+        if is_sparse(t):
+            return ("sparse", t.dtype, t.values.device)
+        if type(t).__name__ == "RaggedTensor":
+            from ..exchange.ragged_convert import tf_key
+
+            return tf_key(t)
         return (t.dtype, None)
 
 
@@ -87,6 +115,8 @@ def data_ptr(t: Any) -> int:
     """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
     import tensorflow as tf
 
+    if is_sparse(t):  # a SparseTensor's first value
+        t = t.values
     return capsule_address(tf.experimental.dlpack.to_dlpack(t))
 
 
@@ -170,7 +200,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="tensorflow",
             aliases=("tf",),
-            array_types=("tensorflow.Tensor",),
+            array_types=("tensorflow.Tensor", "tensorflow.SparseTensor", "tensorflow.RaggedTensor"),
             describe=describe,
             key=key,
             data_ptr=data_ptr,
@@ -188,6 +218,12 @@ def interop_frameworks() -> list[FrameworkSpec]:
                     "symbolic",
                     "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
                 ),
+                Flag(
+                    "sparse",
+                    "a tf.SparseTensor has no dense buffer to share: pass densify=True for one "
+                    "dense copy, or convert it to another framework's sparse arrays",
+                ),
+                *RAGGED_FLAGS,
             ),
             read_dtype=read_dtype,
         ),
@@ -214,7 +250,8 @@ def interop_converters() -> list[ConverterSpec]:
             target="tensorflow",
             load=_load_copy,
             zero_copy=False,
-            accepts=Needs(no_flags=frozenset({"symbolic"})),
+            # A ragged tensor is copied by its own edge (exchange/ragged.py).
+            accepts=Needs(no_flags=frozenset({"symbolic", "ragged", "sparse"})),
             devices=frozenset({"cpu", "cuda"}),
             cost=3.0,
         ),

@@ -22,6 +22,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from ..kinds.callables import FUNCTIONS
 
 #: What torch imports without copying (the spec's ``imports``, checked by the planner on
@@ -61,6 +62,7 @@ def _flags(t: Any) -> frozenset[str]:
         flags.append("requires_grad")
     if t.layout != torch.strided:
         flags.append("sparse")
+        flags.extend(sparse_flags(t))
     elif t.is_quantized:
         flags.append("quantized")
     else:
@@ -69,6 +71,48 @@ def _flags(t: Any) -> frozenset[str]:
         if t.is_neg():
             flags.append("neg")
     return frozenset(flags)
+
+
+def sparse_flags(t: Any) -> tuple[str, ...]:
+    """A sparse COO or CSR tensor's layout flags ("coo"/"csr", "canonical": sorted and
+    unique indices, "int64_indices", "batched", "hybrid": dense trailing dims); none for
+    other layouts, which only densify."""
+    import torch
+
+    if t.layout == torch.sparse_coo:
+        out = ["coo", "int64_indices"] + ["canonical"] * t.is_coalesced()
+    elif t.layout == torch.sparse_csr:
+        out = ["csr", "canonical"]  # torch's CSR invariants: sorted, unique per row
+        out += ["int64_indices"] * (t.crow_indices().dtype == torch.int64)
+        out += ["batched"] * (t.ndim - t.dense_dim() > 2)
+    else:
+        return ()
+    return (*out, *["hybrid"] * (t.dense_dim() > 0))
+
+
+def sparse_buffers(t: Any) -> tuple[Any, ...]:
+    """The tensors a COO or CSR tensor is made of: values first, then its indices."""
+    import torch
+
+    if t.layout == torch.sparse_coo:
+        return (t._values(), t._indices())
+    if t.layout == torch.sparse_csr:
+        return (t.values(), t.crow_indices(), t.col_indices())
+    return ()
+
+
+def _sparse_key(t: Any) -> Any:
+    """Warm-path key of a sparse tensor: everything its flags read."""
+    import torch
+
+    layout = t.layout
+    if layout == torch.sparse_coo:
+        more: tuple[Any, ...] = (t.is_coalesced(),)
+    elif layout == torch.sparse_csr:
+        more = (t.crow_indices().dtype, t.ndim)
+    else:
+        more = ()
+    return (t.dtype, t.device, t.requires_grad, layout, t.dense_dim(), *more)
 
 
 def is_dtensor(t: Any) -> bool:
@@ -112,6 +156,10 @@ def describe(t: Any) -> TensorInfo:
             "it on a real device (device='cpu' or 'cuda'), or build the target's array from "
             "its shape and dtype."
         )
+    if t.is_nested:  # a jagged nested tensor is a ragged array (exchange/ragged.py)
+        from ..exchange.ragged_convert import torch_describe
+
+        return torch_describe(t)
     dense = t.layout == torch.strided
     shape = tuple(t.shape)
     dtensor = is_dtensor(t)
@@ -130,7 +178,7 @@ def describe(t: Any) -> TensorInfo:
             else "C"
         ),
         readonly=False,
-        aligned=dtensor or not dense or t.data_ptr() % ALIGNMENT == 0,
+        aligned=dtensor or (t.data_ptr() % ALIGNMENT == 0 if dense else _sparse_aligned(t)),
         flags=dtensor_flags(t) if dtensor else _flags(t),
     )
 
@@ -142,15 +190,38 @@ def describe(t: Any) -> TensorInfo:
 # so they are read only for views.
 
 
+def _sparse_aligned(t: Any) -> bool:
+    return all(b.data_ptr() % ALIGNMENT == 0 for b in sparse_buffers(t))
+
+
+def _nested_key(t: Any) -> Any:
+    from ..exchange.ragged_convert import torch_key
+
+    return torch_key(t)
+
+
+def _nested_aligned_key(t: Any) -> Any:
+    from ..exchange.ragged_convert import torch_key
+
+    return torch_key(t, aligned=True)
+
+
+#: Tensor subclasses keyed their own way, by class name (one dict lookup, nothing imported):
+#: DTensors and jagged nested tensors (ragged arrays).
+_KEYS = {"DTensor": _dtensor_key, "NestedTensor": _nested_key}
+_ALIGNED_KEYS = {"DTensor": _dtensor_key, "NestedTensor": _nested_aligned_key}
+
+
 def key(t: Any) -> Any:
     """Warm-path key: dtype, device, grad, contiguity, view bits (layout if not contiguous)."""
-    if type(t).__name__ == "DTensor":
-        return _dtensor_key(t)
+    special = _KEYS.get(type(t).__name__)
+    if special is not None:
+        return special(t)
     k: tuple[Any, ...]
     try:
         k = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
     except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
-        return (t.dtype, t.device, t.requires_grad, t.layout)
+        return _sparse_key(t)
     if k[4]:
         k += (t.is_conj(), t.is_neg())
     return k if k[3] else _strided_key(t, k)
@@ -158,8 +229,9 @@ def key(t: Any) -> Any:
 
 def aligned_key(t: Any) -> Any:
     """key() plus whether the data is 64-byte aligned."""
-    if type(t).__name__ == "DTensor":
-        return _dtensor_key(t)
+    special = _ALIGNED_KEYS.get(type(t).__name__)
+    if special is not None:
+        return special(t)
     k: tuple[Any, ...]
     try:
         k = (
@@ -167,7 +239,7 @@ def aligned_key(t: Any) -> Any:
             not t.data_ptr() % ALIGNMENT,
         )  # fmt: skip
     except RuntimeError:
-        return (t.dtype, t.device, t.requires_grad, t.layout)
+        return (*_sparse_key(t), _sparse_aligned(t))
     if k[4]:
         k += (t.is_conj(), t.is_neg())
     return k if k[3] else _strided_key(t, k)
@@ -176,8 +248,8 @@ def aligned_key(t: Any) -> Any:
 def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
     import torch
 
-    if t.layout != torch.strided:
-        return (*k, t.layout)
+    if t.layout != torch.strided:  # sparse COO (is_contiguous() is False): what flags read
+        return (*k, *_sparse_key(t), _sparse_aligned(t))
     return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
 
 
@@ -300,7 +372,16 @@ _ORDINARY = OrdinaryArrays(
 _FLAGS = (
     Flag("conj", "the tensor has its conjugate bit set (call .resolve_conj())"),
     Flag("neg", "the tensor has its negative bit set (call .resolve_neg())"),
-    Flag("sparse", "sparse tensors have no dense buffer to share (call .to_dense() first)"),
+    Flag(
+        "sparse",
+        "sparse tensors have no dense buffer to share: pass densify=True for one dense copy "
+        "(or call .to_dense()); COO and CSR convert to other frameworks' sparse arrays",
+    ),
+    Flag("batched", "batched sparse CSR tensors convert only within torch (densify=True works)"),
+    Flag(
+        "hybrid",
+        "hybrid sparse tensors (dense_dim() > 0) convert only within torch (densify=True works)",
+    ),
     Flag("quantized", "quantized tensors have no plain buffer (call .dequantize() first)"),
     Flag("requires_grad", "the tensor requires grad"),
     Flag(
@@ -318,6 +399,7 @@ _FLAGS = (
         "the DTensor spans several processes, so no one process can gather it alone (call "
         ".full_tensor() in every process: it is a collective)",
     ),
+    *RAGGED_FLAGS,
 )
 
 
@@ -351,7 +433,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
 
 
 #: The copies and moves take any strided tensor but a DTensor (its own edges gather it).
-_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded"}))
+_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded", "ragged"}))
 
 
 @hookimpl

@@ -1,0 +1,158 @@
+"""Ragged arrays (issue 21) through ``to()`` against what a user writes by hand.
+
+A tf.RaggedTensor and an Arrow ListArray of 4 MiB of float32 values (16384 rows of 0-127
+values) into a torch jagged nested tensor: ``to(x, "torch")`` (zero-copy: values and row
+splits shared, checked by pointer before timing) against the parts wired by hand
+(``nested_tensor_from_jagged`` over the framework's own zero-copy exports: the floor) and
+the obvious path from Python lists (``nested_tensor([...], layout=torch.jagged)`` of each
+row); and ``ragged="pad"`` into numpy against TensorFlow's own ``rt.to_tensor()``. Every
+comparison is interleaved in one process with medians; "control" is a second run of the
+compared call in the same rounds (its noise). Informational (the issue sets no number).
+
+Usage: python benchmarks/ragged.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from bench import print_sections
+from functions import installed, skip_row
+
+from interop_core import to
+
+Row = list[str]
+Section = tuple[str, Row, list[Row]]
+
+ROWS = 16384
+#: Rounds per row, by --quick (the list paths take ~0.1-1 s a call: fewer of those).
+ROUNDS = {False: 15, True: 5}
+SLOW_ROUNDS = {False: 3, True: 2}
+HEAD = ["source", "to()", "to() µs", "compared with", "its µs", "its / to()", "control"]
+
+
+def per_call_us(fn: Callable[[], Any], number: int) -> float:
+    return timeit.timeit(fn, number=number) / number * 1e6
+
+
+def interleaved(sides: list[Callable[[], Any]], rounds: int) -> list[float]:
+    """Medians (µs per call) of ``sides`` in alternating rounds of ~2 ms (one call at least)."""
+    for fn in sides:
+        fn()
+    numbers = [max(1, round(2000 / per_call_us(fn, 1))) for fn in sides]
+    times: list[list[float]] = [[] for _ in sides]
+    for _ in range(rounds):
+        for fn, n, t in zip(sides, numbers, times, strict=True):
+            t.append(per_call_us(fn, n))
+    return [statistics.median(t) for t in times]
+
+
+def ragged_values() -> tuple[Any, Any]:
+    """(values, row_splits) as numpy: 16384 rows of 0-127 float32 values (~4 MiB)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 128, ROWS)
+    splits = np.zeros(ROWS + 1, np.int64)
+    np.cumsum(lengths, out=splits[1:])
+    return rng.random(int(splits[-1]), np.float32), splits
+
+
+def row(source: str, ours: str, compared: str, sides: list[Callable[[], Any]], rounds: int) -> Row:
+    t_ours, t_other, t_again = interleaved([sides[0], sides[1], sides[1]], rounds)
+    return [source, ours, f"{t_ours:.1f}", compared, f"{t_other:.1f}",
+            f"{t_other / t_ours:.1f}x", f"{t_again / t_other:.2f}"]  # fmt: skip
+
+
+def section(quick: bool) -> Section:
+    """tf.RaggedTensor and Arrow ListArray (4 MiB) -> torch jagged; ragged='pad'."""
+    title = (
+        'Ragged arrays into torch: `to(x, "torch")` of a tf.RaggedTensor and an Arrow '
+        f"ListArray, {ROWS} rows, ~4 MiB of float32 values (zero-copy: values and row "
+        "splits shared, checked by pointer), vs the parts wired by hand and vs the path "
+        'through Python lists; `ragged="pad"` into numpy vs `rt.to_tensor()`; interleaved '
+        "medians (µs per call), control = a second run of the compared call"
+    )
+    rows: list[Row] = []
+    if not (installed("torch") and installed("numpy")):
+        return title, HEAD, [skip_row("all", "torch or numpy missing", len(HEAD))]
+    import numpy as np
+    import torch
+
+    values, splits = ragged_values()
+    r, s = ROUNDS[quick], SLOW_ROUNDS[quick]
+    jagged = torch.nested.nested_tensor_from_jagged
+    if installed("tensorflow"):
+        import tensorflow as tf
+
+        rt = tf.RaggedTensor.from_row_splits(tf.constant(values), tf.constant(splits))
+        got = to(rt, "torch")
+        from_dlpack = torch.from_dlpack
+        by_hand = jagged(from_dlpack(rt.values), from_dlpack(rt.row_splits))
+        assert got.values().data_ptr() == by_hand.values().data_ptr()  # shared, both
+        rows.append(row("tf.RaggedTensor", 'to(rt, "torch")', "nested_tensor_from_jagged("
+                        "from_dlpack(rt.values), from_dlpack(rt.row_splits))",
+                        [lambda: to(rt, "torch"),
+                         lambda: jagged(from_dlpack(rt.values), from_dlpack(rt.row_splits))],
+                        r))  # fmt: skip
+        rows.append(row("tf.RaggedTensor", 'to(rt, "torch")', "nested_tensor([torch.tensor"
+                        "(r) for r in rt.to_list()], layout=torch.jagged)",
+                        [lambda: to(rt, "torch"),
+                         lambda: torch.nested.nested_tensor(
+                             [torch.tensor(x) for x in rt.to_list()], layout=torch.jagged)],
+                        s))  # fmt: skip
+        pad = to(rt, "numpy", ragged="pad", fill_value=0.0)
+        assert np.array_equal(pad, rt.to_tensor(0.0).numpy())
+        rows.append(row("tf.RaggedTensor", 'to(rt, "numpy", ragged="pad", fill_value=0)',
+                        "rt.to_tensor(0.0).numpy()",
+                        [lambda: to(rt, "numpy", ragged="pad", fill_value=0.0),
+                         lambda: rt.to_tensor(0.0).numpy()], r))  # fmt: skip
+    else:
+        rows.append(skip_row("tf.RaggedTensor", "tensorflow missing", len(HEAD)))
+    if installed("pyarrow"):
+        import pyarrow as pa
+
+        arr = pa.LargeListArray.from_arrays(pa.array(splits), pa.array(values))
+        got = to(arr, "torch")
+        assert got.values().data_ptr() == arr.values.buffers()[1].address  # shared
+
+        def arrow_by_hand() -> Any:
+            return jagged(torch.from_numpy(arr.values.to_numpy()),
+                          torch.from_numpy(arr.offsets.to_numpy()))  # fmt: skip
+
+        rows.append(row("Arrow LargeListArray", 'to(arr, "torch")', "nested_tensor_from_"
+                        "jagged(from_numpy(arr.values.to_numpy()), from_numpy(arr.offsets"
+                        ".to_numpy()))", [lambda: to(arr, "torch"), arrow_by_hand], r))  # fmt: skip
+        rows.append(row("Arrow LargeListArray", 'to(arr, "torch")', "nested_tensor([torch."
+                        "tensor(r) for r in arr.to_pylist()], layout=torch.jagged)",
+                        [lambda: to(arr, "torch"),
+                         lambda: torch.nested.nested_tensor(
+                             [torch.tensor(x) for x in arr.to_pylist()], layout=torch.jagged)],
+                        s))  # fmt: skip
+    else:
+        rows.append(skip_row("Arrow LargeListArray", "pyarrow missing", len(HEAD)))
+    return title, HEAD, rows
+
+
+def sections(quick: bool) -> list[Section]:
+    return [section(quick)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    args = parser.parse_args()
+    started = time.time()
+    return int(print_sections(sections(args.quick), started))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,232 @@
+"""Ragged arrays: tf.RaggedTensor, torch jagged nested tensors, Arrow list arrays and JAX
+``RaggedArray(values, row_splits)`` pairs.
+
+Each is an array of its framework carrying the flag "ragged" (an opaque flag: no dense edge
+takes it), with "splits32" when its row splits (offsets) are int32 rather than int64; Arrow
+list arrays and torch tensors may carry "splits_base" (the offsets do not start at 0: a
+sliced list array), "splits_unaligned" (the offsets are not 64-byte aligned), and Arrow's
+"null_rows", "chunked" and "bit_packed" (see the frameworks' ``describe``). The edges here
+take them, between torch, tensorflow and jax (from Arrow too):
+
+- shared: the values cross zero-copy (the target's import rules apply, as to any array) and
+  so do the row splits, whose dtype every target keeps (torch and tensorflow hold int32 and
+  int64 ones; jax int64 ones only with jax_enable_x64);
+- row splits copied: the values are shared and only the row splits are made anew, the one
+  copy explain() counts: narrowed to int32 for jax without x64, shifted to start at 0 (a
+  sliced Arrow array), or into an aligned buffer for tensorflow and jax;
+- copied: values and row splits (``copy=True``, a non-contiguous torch tensor, values
+  another framework cannot share);
+- ``ragged="pad"`` with ``fill_value=`` (and ``mask=True`` for a ``(padded, mask)`` pair)
+  pads into a dense array of numpy, torch, jax or tensorflow: an opt-in edge whose result is
+  marked "padded", so the option asks for a padded result (a dense array passes as it is).
+
+Declarations only: the functions live in :mod:`.ragged_convert`, which imports the
+frameworks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+from interop_core.plugin import (
+    DTYPES,
+    OPAQUE_FLAGS,
+    ConverterSpec,
+    Flag,
+    GlobalFlag,
+    Needs,
+    PlanKey,
+    hookimpl,
+)
+
+
+class RaggedArray(NamedTuple):
+    """A ragged array of JAX: row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``.
+
+    ``values`` holds the rows one after another along axis 0 (any inner dims), and
+    ``row_splits`` (int32, or int64 with jax_enable_x64) has one entry per row plus one,
+    starting at 0 and ending at ``len(values)``, as tf.RaggedTensor's ``row_splits`` and a
+    torch jagged tensor's ``offsets()``. ``to(x, "jax")`` gives one for a ragged ``x``, and
+    ``to(pair, target)`` converts one as a ragged array.
+    """
+
+    values: Any
+    row_splits: Any
+
+
+#: The dotted path of :class:`RaggedArray`, among the jax plugin's array types.
+RAGGED_TYPE = f"{__name__}.RaggedArray"
+
+RAGGED = "ragged"
+#: The row splits are int32 (absent: int64).
+SPLITS32 = "splits32"
+#: The offsets do not start at 0 (a sliced Arrow list array): they are shifted, one copy.
+SPLITS_BASE = "splits_base"
+#: The offsets are not 64-byte aligned: tensorflow and jax take them only as a copy.
+SPLITS_UNALIGNED = "splits_unaligned"
+#: An Arrow list array with null rows, or nulls among its values: no ragged array holds them.
+NULL_ROWS = "null_rows"
+#: The same names as exchange/columns.py's flags (not imported: that module imports jax's
+#: plugin, which imports this one).
+CHUNKED = "chunked"
+PACKED = "bit_packed"
+#: The result of a ragged="pad" request (the goal of such a call).
+PADDED = "padded"
+
+#: The options every edge here takes: a call may pass them for a whole container (and
+#: ``nulls=`` reaches Arrow list columns of a table converted with it).
+OPTIONS = ("ragged", "fill_value", "mask", "nulls")
+
+RAGGED_ADVICE = (
+    "the array is ragged (rows of different lengths), which a dense array cannot hold: pass "
+    "ragged='pad' with fill_value= for a padded array (mask=True for a (padded, mask) pair), "
+    "or convert it to torch, tensorflow or jax, which hold ragged arrays"
+)
+
+#: The flags ragged arrays may carry, for the frameworks' specs (their refusals' advice).
+FLAGS = (
+    Flag(RAGGED, RAGGED_ADVICE),
+    Flag(SPLITS_BASE, "the offsets do not start at 0 (a sliced list array), so they are "
+         "shifted into a new buffer (one copy; copy=False refuses it)"),
+    Flag(SPLITS_UNALIGNED, "the offsets are not 64-byte aligned, so tensorflow and jax get "
+         "a copy of them (copy=False refuses it)"),
+    Flag(NULL_ROWS, "the list array has null rows or null values, which no ragged array "
+         "holds: replace null rows with empty lists first (arr.fill_null(pyarrow.scalar([], "
+         "arr.type))) or drop them (arr.drop_null()), and fill null values (pyarrow.compute."
+         "fill_null on the values)"),
+)  # fmt: skip
+
+#: Opaque flags other than "ragged", grad, and what no ragged edge here takes.
+_OTHER = (OPAQUE_FLAGS - {RAGGED}) | {"requires_grad", NULL_ROWS, CHUNKED}
+_KEEPS = frozenset({RAGGED, SPLITS32})
+
+
+def _x64() -> bool:
+    from ..frameworks.jax import x64_enabled
+
+    return x64_enabled()
+
+
+#: int64 row splits cross into jax only with x64 on (whatever the values' dtype, so the plan
+#: cache keys every such route by the switch).
+_X64_SPLITS = GlobalFlag(
+    name="jax_enable_x64", read=_x64, dtypes=frozenset(DTYPES),
+    reason="jax_enable_x64 is off, so JAX holds no int64 row splits (they are narrowed to "
+    "int32, one copy)",
+)  # fmt: skip
+
+SOURCES = ("torch", "tensorflow", "jax", "pyarrow")
+TARGETS = ("torch", "tensorflow", "jax")
+#: Where ragged="pad" pads to (dense arrays).
+PAD_TARGETS = ("numpy", "torch", "jax", "tensorflow")
+
+
+def _not_asked_to_copy(key: PlanKey) -> str | None:
+    # This edge shares the values: copy=True (no memory shared) needs the copying edge.
+    return "it shares the values, and copy=True asks for no shared memory" if key.copy else None
+
+
+def _values_rules(target: str, **more: Any) -> Needs:
+    """What an edge that shares the values into ``target`` (but copies the row splits) must
+    check itself: the target's import rules (the planner applies them only to edges that
+    share everything) and rule 8 (torch cannot mark memory read-only; jax and tensorflow
+    never get memory read-only in its sense)."""
+    host = target != "torch"
+    return Needs(
+        flags=frozenset({RAGGED}), no_flags=_OTHER, layouts=frozenset({"C"}),
+        layout_reason="a non-contiguous ragged array shares no values (it is copied)",
+        aligned=host, no_readonly=host, writable=not host, **more,
+    )  # fmt: skip
+
+
+def _loader(name: str, source: str, target: str) -> Callable[[], Callable[..., Any]]:
+    def load() -> Callable[..., Any]:
+        from .ragged_convert import loaded
+
+        return loaded(name, source, target)
+
+    return load
+
+
+_SHARED_NOTE = "the values and row splits are shared (zero-copy)"
+_SPLITS_NOTE = (
+    "the values are shared; the row splits are copied (the one copy): narrowed to int32 for "
+    "jax without jax_enable_x64, shifted to start at 0 (a sliced list array), or made 64-byte "
+    "aligned"
+)
+_COPY_NOTE = "the values and row splits are copied into new (64-byte aligned) buffers"
+_PAD_NOTE = (
+    "ragged='pad': the rows are padded to the longest with fill_value= (one copy); mask=True "
+    "gives (padded, mask), the mask True where a row has a value"
+)
+
+
+def _edge(name: str, source: str, target: str, fn: str, zero_copy: bool, accepts: Any,
+          note: str, **more: Any) -> ConverterSpec:  # fmt: skip
+    return ConverterSpec(
+        name=name, source=source, target=target, load=_loader(fn, source, target),
+        zero_copy=zero_copy, accepts=accepts, note=note, options=OPTIONS, context=True, **more,
+    )  # fmt: skip
+
+
+def _between(source: str, target: str) -> list[ConverterSpec]:
+    """The edges of ragged arrays from ``source`` to ``target``."""
+    edges = []
+    if source != target:
+        refused = _OTHER | {SPLITS_BASE, PACKED}
+        if target != "torch":  # tensorflow and jax import aligned buffers only
+            refused |= {SPLITS_UNALIGNED}
+        shared = Needs(
+            flags=frozenset({RAGGED}), layouts=frozenset({"C"}), no_flags=refused,
+            no_readonly=target != "torch",
+        )  # fmt: skip
+        variants = [("", shared)]
+        if target == "jax":  # int64 row splits only with x64 on
+            variants = [
+                (" (int32 splits)", replace(shared, flags=frozenset({RAGGED, SPLITS32}))),
+                (" (int64 splits)",
+                 replace(shared, no_flags=refused | {SPLITS32}, flag=_X64_SPLITS)),
+            ]  # fmt: skip
+        edges += [
+            _edge(f"{source} ragged -> {target} (shared{suffix})", source, target, "shared",
+                  True, accepts, _SHARED_NOTE, keeps_flags=_KEEPS, cost=2.0)
+            for suffix, accepts in variants
+        ]  # fmt: skip
+        edges.append(
+            _edge(f"{source} ragged -> {target} (row splits copied)", source, target,
+                  "splits_copied", False,
+                  _values_rules(target, extra=_not_asked_to_copy), _SPLITS_NOTE,
+                  keeps_flags=_KEEPS, cost=3.0,
+                  # The values keep their alignment (checked for jax and tensorflow).
+                  aligned_result=None if target != "torch" else False)
+        )  # fmt: skip
+    name = f"{source} ragged copy" if source == target else f"{source} ragged -> {target} (copied)"
+    edges.append(
+        _edge(name, source, target, "copied", False,
+              Needs(flags=frozenset({RAGGED}), no_flags=_OTHER), _COPY_NOTE,
+              keeps_flags=_KEEPS, cost=5.0)
+    )  # fmt: skip
+    return edges
+
+
+@hookimpl
+def interop_converters() -> list[ConverterSpec]:
+    """Ragged arrays between torch, tensorflow, jax (and from Arrow); padding on request."""
+    edges = [e for s in SOURCES for t in TARGETS for e in _between(s, t)]
+    edges += [
+        _edge(f"{source} ragged padded (ragged='pad') into {target}", source, target, "padded",
+              False, Needs(flags=frozenset({RAGGED}), no_flags=_OTHER), _PAD_NOTE,
+              opt_in="ragged", adds_flags=frozenset({PADDED}), cost=5.0)
+        for source in SOURCES for target in PAD_TARGETS
+    ]  # fmt: skip
+    # A dense array in a call that asks ragged="pad" (a batch of ragged and dense arrays):
+    # it is already what the call asks for, so it passes as it is, in the target.
+    edges += [
+        _edge("not ragged (ragged='pad' passes it as it is)", target, target, "as_is", True,
+              Needs(no_flags=frozenset({RAGGED})), "", opt_in="ragged",
+              adds_flags=frozenset({PADDED}), cost=0.1, devices=frozenset({"cpu", "cuda"}))
+        for target in PAD_TARGETS
+    ]  # fmt: skip
+    return edges

@@ -1,0 +1,579 @@
+"""Ragged arrays, the functions: what the edges declared in :mod:`.ragged` run, and how the
+framework plugins describe and key their ragged arrays (they call in here on those only).
+
+A ragged array is read as its parts: ``values`` (the rows one after another along axis 0),
+``offsets`` (one per row plus one) and, for a non-contiguous torch jagged tensor, ``lengths``.
+Each part crosses frameworks through the router (``ctx.to``), so every import rule of the
+target applies to it; a part that should be shared is asked for with ``copy=False``, so a
+share that turns out impossible fails the edge (a BufferError: the router re-plans) instead
+of copying unseen. Imports the frameworks inside the functions.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    CallContext,
+    ConversionError,
+    InvalidArrayError,
+    OptionError,
+    TensorInfo,
+)
+
+from ..frameworks.numpy import aligned_empty
+from .ragged import (
+    CHUNKED,
+    NULL_ROWS,
+    PACKED,
+    RAGGED,
+    SPLITS32,
+    SPLITS_BASE,
+    SPLITS_UNALIGNED,
+    RaggedArray,
+)
+
+_INT32_MAX = 2**31 - 1
+
+
+# -- describing and keying (called by the framework plugins) ----------------------------
+
+
+def _flags(splits32: bool, base: bool = False, unaligned: bool = False,
+           *more: str) -> frozenset[str]:  # fmt: skip
+    found = {RAGGED, *more}
+    if splits32:
+        found.add(SPLITS32)
+    if base:
+        found.add(SPLITS_BASE)
+    if unaligned:
+        found.add(SPLITS_UNALIGNED)
+    return frozenset(found)
+
+
+def _torch_parts(t: Any) -> tuple[Any, Any, Any]:
+    """(values, offsets, lengths) of a jagged tensor; the attributes, not the methods:
+    ``values()`` is an autograd view op (~90 us), ``_values`` the tensor it views."""
+    try:
+        return t._values, t._offsets, t._lengths
+    except AttributeError:  # a torch that renamed them: the public methods
+        return t.values(), t.offsets(), t.lengths()
+
+
+def torch_check(t: Any) -> None:
+    """Refuse a nested tensor no ragged edge holds: the strided layout, or a ragged
+    dimension other than 1."""
+    import torch
+
+    if t.layout != torch.jagged:
+        raise ConversionError(
+            "Cannot convert a torch nested tensor of the strided layout: only jagged ones "
+            "(layout=torch.jagged) convert as ragged arrays.\nMake one: torch.nested."
+            "nested_tensor(list(t.unbind()), layout=torch.jagged), or pad it: "
+            "torch.nested.to_padded_tensor(t, fill_value)."
+        )
+    if getattr(t, "_ragged_idx", 1) != 1:
+        raise ConversionError(
+            f"Cannot convert this torch jagged tensor: its ragged dimension is "
+            f"{t._ragged_idx}, and only a ragged dimension 1 (rows of different lengths) "
+            "converts.\nTranspose it so that dimension 1 is the ragged one."
+        )
+
+
+def torch_describe(t: Any) -> TensorInfo:
+    """A torch jagged nested tensor as a ragged array (its values' dtype, device, shape)."""
+    from ..frameworks.torch import dtype_name
+
+    torch_check(t)
+    values, offsets, lengths = _torch_parts(t)
+    base = int(offsets[0]) if len(offsets) else 0
+    contiguous = lengths is None and values.is_contiguous()
+    first = values.data_ptr() + base * values[:1].numel() * values.element_size()
+    flags = _flags(
+        str(offsets.dtype) == "torch.int32", bool(base), offsets.data_ptr() % ALIGNMENT != 0,
+        *(("requires_grad",) if t.requires_grad else ()),
+    )  # fmt: skip
+    return TensorInfo(
+        "torch", dtype_name(values.dtype), _torch_device(values), tuple(values.shape),
+        "C" if contiguous else "strided", False, first % ALIGNMENT == 0, flags,
+    )  # fmt: skip
+
+
+def _torch_device(x: Any) -> Any:
+    from interop_core.plugin import Device
+
+    return Device(x.device.type, x.device.index or 0)
+
+
+def torch_key(t: Any, aligned: bool = False) -> Any:
+    """Warm-path key of a jagged tensor (with the values' alignment when ``aligned``)."""
+    values, offsets, lengths = _torch_parts(t)
+    base = int(offsets[0]) if len(offsets) else 0
+    k: tuple[Any, ...] = (
+        RAGGED, values.dtype, values.get_device(), t.requires_grad, offsets.dtype,
+        lengths is None and values.is_contiguous(), bool(base),
+        offsets.data_ptr() % ALIGNMENT == 0, t.layout, getattr(t, "_ragged_idx", 1),
+    )  # fmt: skip
+    if aligned:
+        first = values.data_ptr() + base * values[:1].numel() * values.element_size()
+        k += (first % ALIGNMENT == 0,)
+    return k
+
+
+def tf_check(rt: Any) -> None:
+    """Refuse a tf.RaggedTensor of ragged_rank > 1 (rows of rows of different lengths)."""
+    if rt.ragged_rank != 1:
+        raise ConversionError(
+            f"Cannot convert a tf.RaggedTensor of ragged_rank {rt.ragged_rank}: only "
+            "ragged_rank 1 (one ragged dimension) converts.\nConvert its parts instead "
+            "(rt.values is a ragged array of one rank less, rt.row_splits its row splits), "
+            "or pad it: to(rt, target, ragged='pad', fill_value=...) after "
+            "rt.merge_dims(0, 1), or rt.to_tensor()."
+        )
+
+
+def tf_describe(rt: Any) -> TensorInfo:
+    """A tf.RaggedTensor (ragged_rank 1) as a ragged array."""
+    from ..frameworks.tensorflow import describe
+
+    tf_check(rt)
+    info = describe(rt.values)
+    flags = info.flags | _flags(rt.row_splits.dtype.name == "int32")
+    return info._replace(flags=flags)
+
+
+def tf_key(rt: Any) -> Any:
+    """Warm-path key of a tf.RaggedTensor."""
+    values = rt.values
+    return (RAGGED, rt.ragged_rank, rt.row_splits.dtype, values.dtype, values.device)
+
+
+def _check_pair(pair: RaggedArray) -> None:
+    """Refuse a :class:`RaggedArray` no ragged array can be: parts other than jax arrays,
+    row splits not 1-d int32/int64 from 0 to ``len(values)``. Read through a numpy view
+    (indexing a jax.Array costs ~1 ms; the view ~3 us): the warm path's key checks too."""
+    import numpy as np
+
+    values, splits = pair
+    jax = sys.modules.get("jax")
+    if jax is None or not isinstance(values, jax.Array) or not isinstance(splits, jax.Array):
+        raise ConversionError(
+            f"Cannot convert this RaggedArray: it holds {type(values).__name__} values and "
+            f"{type(splits).__name__} row splits, and a RaggedArray holds jax arrays.\nBuild "
+            "it from jax arrays (jax.numpy.asarray), or convert the parts one by one."
+        )
+    if splits.ndim != 1 or str(splits.dtype) not in ("int32", "int64") or not len(splits):
+        raise InvalidArrayError(
+            f"This RaggedArray's row splits are {splits.dtype} of shape {splits.shape}: row "
+            "splits are a 1-d int32 or int64 array of one entry per row plus one."
+        )
+    host = np.asarray(splits)
+    first, last = int(host[0]), int(host[-1])
+    rows = values.shape[0] if values.ndim else 0
+    if values.ndim == 0 or first != 0 or last != rows:
+        raise InvalidArrayError(
+            f"This RaggedArray's row splits run from {first} to {last}, and its values hold "
+            f"{rows} rows: row splits start at 0 and end at len(values)."
+        )
+
+
+def jax_describe(pair: RaggedArray) -> TensorInfo:
+    """A :class:`RaggedArray` of jax arrays (checked: see :func:`_check_pair`)."""
+    from ..frameworks.jax import describe
+
+    _check_pair(pair)
+    info = describe(pair.values)
+    return info._replace(flags=info.flags | _flags(str(pair.row_splits.dtype) == "int32"))
+
+
+def jax_key(pair: RaggedArray) -> Any:
+    """Warm-path key of a :class:`RaggedArray` (checked: a bad one goes to the slow path,
+    which says what is wrong)."""
+    from ..frameworks.jax import key
+
+    _check_pair(pair)
+    return (RAGGED, key(pair.values), pair.row_splits.dtype)
+
+
+_pa_list_ids: tuple[int, ...] = ()
+
+
+def arrow_is_list(typ: Any) -> bool:
+    """Whether an Arrow type is a list of variable length (List or LargeList), by id."""
+    global _pa_list_ids
+    if not _pa_list_ids:
+        import pyarrow as pa
+
+        _pa_list_ids = (pa.list_(pa.int8()).id, pa.large_list(pa.int8()).id)
+    return typ.id in _pa_list_ids  # type: ignore[no-any-return]
+
+
+def _arrow_data(obj: Any) -> Any:
+    """The Array or ChunkedArray an ArrowColumn holds (or ``obj`` itself)."""
+    return getattr(obj, "data", obj) if type(obj).__name__ == "ArrowColumn" else obj
+
+
+def _arrow_chunks(obj: Any) -> list[Any]:
+    data = _arrow_data(obj)
+    return list(data.chunks) if hasattr(data, "chunks") else [data]
+
+
+def _arrow_name(obj: Any) -> str:
+    from ..frameworks.arrow import name_of
+
+    return name_of(obj)
+
+
+def arrow_element(obj: Any) -> tuple[str, tuple[int, ...]]:
+    """(dtype, inner dims) of a list array's values; refused naming the column when no
+    array holds them (strings, nested lists)."""
+    from ..frameworks.arrow import element, why_not
+
+    typ = _arrow_data(obj).type.value_type
+    found = element(typ)
+    if found is None:
+        kind, advice = why_not(typ)
+        if arrow_is_list(typ):
+            kind, advice = (
+                "lists of lists",
+                "only one ragged dimension converts: flatten "
+                "the inner lists first (pyarrow.compute.list_flatten)",
+            )
+        raise ConversionError(
+            f"Cannot convert {_arrow_name(obj)}: it is a list array of {kind}, which no "
+            f"array holds.\n{advice[0].upper()}{advice[1:]}."
+        )
+    return found
+
+
+def _arrow_offsets(arr: Any) -> Any:
+    """The offsets of one list Array as numpy (a view; the slice's own)."""
+    from ..frameworks.arrow import raw
+
+    return raw(arr.offsets)
+
+
+def _arrow_offsets_address(arr: Any) -> int:
+    itemsize = 4 if _is32(arr) else 8
+    return int(arr.buffers()[1].address) + arr.offset * itemsize
+
+
+def _arrow_values_address(arr: Any, base: int) -> int:
+    from ..frameworks.arrow import address
+
+    child = arr.values
+    return address(child) + base * _row_bytes(child)
+
+
+def _row_bytes(child: Any) -> int:
+    from ..frameworks.arrow import element
+    from ..frameworks.numpy import numpy_dtype
+
+    found = element(child.type)
+    if found is None or found[0] == "bool":
+        return 0
+    n = numpy_dtype(found[0]).itemsize
+    for d in found[1]:
+        n *= d
+    return n
+
+
+def _arrow_nulls(arr: Any, base: int, last: int) -> bool:
+    from ..frameworks.arrow import has_nulls
+
+    return bool(arr.null_count) or has_nulls(arr.values.slice(base, last - base))
+
+
+def arrow_describe(obj: Any) -> TensorInfo:
+    """An Arrow List or LargeList array (or column) of numbers as a ragged array."""
+    from ..frameworks.arrow import readonly
+
+    dtype, dims = arrow_element(obj)
+    chunks = _arrow_chunks(obj)
+    arr = chunks[0] if chunks else None
+    if arr is None or not len(arr):
+        flags = _flags(_is32(obj))
+        return TensorInfo("pyarrow", dtype, CPU, (0, *dims), "C", False, True, flags)
+    offsets = _arrow_offsets(arr)
+    base, last = int(offsets[0]), int(offsets[-1])
+    more = [NULL_ROWS] * _arrow_nulls(arr, base, last) + [CHUNKED] * (len(chunks) > 1)
+    if dtype == "bool":
+        more.append(PACKED)
+    flags = _flags(_is32(obj), bool(base), _arrow_offsets_address(arr) % ALIGNMENT != 0, *more)
+    ro = bool(last > base) and dtype != "bool" and readonly(arr.values)
+    aligned = _arrow_values_address(arr, base) % ALIGNMENT == 0
+    return TensorInfo("pyarrow", dtype, CPU, (last - base, *dims), "C", ro, aligned, flags)
+
+
+def _is32(obj: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_list(_arrow_data(obj).type))
+
+
+def arrow_key(obj: Any) -> Any:
+    """Warm-path key of a list array: what :func:`arrow_describe` reads but the alignment."""
+    info = arrow_describe(obj)
+    return (RAGGED, _arrow_data(obj).type, info.readonly, info.flags)
+
+
+def arrow_data_ptr(obj: Any) -> int:
+    """Address of a list array's first value (0 for none)."""
+    chunks = _arrow_chunks(obj)
+    if not chunks or not len(chunks[0]):
+        return 0
+    return _arrow_values_address(chunks[0], int(_arrow_offsets(chunks[0])[0]))
+
+
+# -- reading a ragged array's parts ------------------------------------------------------
+
+
+def _parts(source: str, obj: Any) -> tuple[Any, Any, Any]:
+    """(values, offsets, lengths or None) in the source framework (numpy for Arrow: views
+    of its buffers); values start at the first row's offset, which is 0 but for a sliced
+    Arrow list array."""
+    if source == "torch":
+        return _torch_parts(obj)
+    if source == "tensorflow":
+        return obj.values, obj.row_splits, None
+    if source == "jax":
+        return obj.values, obj.row_splits, None
+    from ..frameworks.arrow import raw
+
+    chunks = _arrow_chunks(obj)
+    if len(chunks) != 1:  # the edges refuse "chunked"; an empty ChunkedArray has none
+        import numpy as np
+
+        dtype, dims = arrow_element(obj)
+        from ..frameworks.numpy import numpy_dtype
+
+        return np.zeros((0, *dims), numpy_dtype(dtype)), np.zeros(1, np.int64), None
+    arr = chunks[0]
+    return raw(arr.values), _arrow_offsets(arr), None
+
+
+def _host(source: str, obj: Any, ctx: CallContext) -> tuple[Any, Any, Any]:
+    """The parts as numpy arrays (views where the source shares them)."""
+    values, offsets, lengths = _parts(source, obj)
+    if source == "pyarrow":
+        return values, offsets, lengths
+    to = ctx.to
+    return (
+        to(values, "numpy"),
+        to(offsets, "numpy"),
+        None if lengths is None else to(lengths, "numpy"),
+    )
+
+
+def _splits_dtype(dtype: Any, target: str) -> Any:
+    """The row splits' dtype in ``target``: kept, but int64 narrowed to int32 for jax
+    without jax_enable_x64 (JAX holds no int64 then)."""
+    import numpy as np
+
+    if target == "jax" and dtype == np.int64:
+        from ..frameworks.jax import x64_enabled
+
+        if not x64_enabled():
+            return np.dtype(np.int32)
+    return dtype
+
+
+def _new_splits(lengths: Any, dtype: Any, target: str) -> Any:
+    """Row splits for ``lengths`` in a new 64-byte aligned buffer (numpy)."""
+    import numpy as np
+
+    dtype = _splits_dtype(dtype, target)
+    out = aligned_empty((len(lengths) + 1,), dtype)
+    out[0] = 0
+    total = int(lengths.sum(dtype=np.int64)) if len(lengths) else 0
+    if dtype == np.int32 and total > _INT32_MAX:
+        raise ConversionError(
+            f"Cannot make int32 row splits for {total} values (more than 2**31 - 1).\n"
+            "Enable jax_enable_x64 (jax.config.update('jax_enable_x64', True)) so JAX "
+            "holds int64 row splits."
+        )
+    np.cumsum(lengths, out=out[1:], dtype=dtype)
+    return out
+
+
+def _lengths(offsets: Any, lengths: Any) -> Any:
+    import numpy as np
+
+    return np.diff(offsets) if lengths is None else lengths
+
+
+def _gather(values: Any, offsets: Any, lengths: Any) -> Any:
+    """The values of every row, one after another, in a new 64-byte aligned buffer."""
+    import numpy as np
+
+    n = len(offsets) - 1
+    if lengths is None:  # contiguous rows: one block
+        base, last = (int(offsets[0]), int(offsets[-1])) if n >= 0 else (0, 0)
+        out = aligned_empty((last - base, *values.shape[1:]), values.dtype)
+        np.copyto(out, values[base:last])
+        return out
+    starts = offsets[:-1].astype(np.int64)
+    lengths = lengths.astype(np.int64)
+    total = int(lengths.sum())
+    ends = np.cumsum(lengths)
+    index = np.arange(total, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
+    out = aligned_empty((total, *values.shape[1:]), values.dtype)
+    np.take(values, index, axis=0, out=out)
+    return out
+
+
+def _build(target: str, values: Any, splits: Any) -> Any:
+    """The target's ragged array over ``values`` and ``splits`` (already its arrays)."""
+    if target == "torch":
+        import torch
+
+        return torch.nested.nested_tensor_from_jagged(values, splits)
+    if target == "tensorflow":
+        import tensorflow as tf
+
+        return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+    return RaggedArray(values, splits)
+
+
+def _shareable(values: Any, source: str) -> Any:
+    """Arrow's values as a writable numpy alias (the edges refuse memory Arrow holds
+    read-only, so the alias never reaches protected memory)."""
+    if source != "pyarrow":
+        return values
+    from .columns import writable
+
+    return writable(values)
+
+
+# -- the edges --------------------------------------------------------------------------
+
+
+def shared(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """Values and offsets shared (dtype kept; the values sliced to the rows' end)."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        values, offsets, _ = _parts(source, obj)
+        if source in ("torch", "pyarrow"):
+            last = int(offsets[-1])
+            if values.shape[0] != last:
+                values = values[:last]  # a view: TF and JAX want exactly the rows' values
+        to = ctx.to
+        return _build(
+            target, to(_shareable(values, source), target, copy=False),
+            to(_shareable(offsets, source), target, copy=False),
+        )  # fmt: skip
+
+    return convert
+
+
+def splits_copied(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """Values shared, offsets made anew (shifted to 0, narrowed for jax, aligned)."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        values, offsets, _ = _parts(source, obj)
+        host = offsets if source == "pyarrow" else ctx.to(offsets, "numpy")
+        base, last = int(host[0]), int(host[-1])
+        if base or values.shape[0] != last:
+            values = values[base:last]
+        splits = _new_splits(_lengths(host, None), host.dtype, target)
+        to = ctx.to
+        return _build(
+            target, to(_shareable(values, source), target, copy=False), to(splits, target)
+        )
+
+    return convert
+
+
+def copied(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """Values and offsets copied into new aligned buffers (rows made contiguous)."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        values, offsets, lengths = _host(source, obj, ctx)
+        out = _gather(values, offsets, lengths)
+        splits = _new_splits(_lengths(offsets, lengths), offsets.dtype, target)
+        return _build(target, ctx.to(out, target), ctx.to(splits, target))
+
+    return convert
+
+
+def fill_scalar(value: Any, dtype: Any) -> Any:
+    """``fill_value`` as a scalar of ``dtype``; a value the dtype cannot hold exactly (1.5
+    for ints, 300 for uint8) is refused: values never change silently."""
+    import warnings
+
+    import numpy as np
+
+    given = np.asarray(value)
+    if given.ndim or given.dtype.kind not in "biuf":
+        raise OptionError(
+            f"fill_value={value!r} must be one number or bool (the ragged array's dtype is "
+            f"{dtype})."
+        )
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        cast = given.astype(dtype)
+        if dtype.kind == "f":
+            fits = bool(np.isfinite(cast) or not np.isfinite(given))
+        else:
+            fits = given.dtype.kind != "f" or bool(np.isfinite(given))
+            fits = fits and bool(cast.astype(given.dtype) == given)
+    if not fits:
+        raise OptionError(
+            f"fill_value={value!r} does not fit the ragged array's dtype {dtype}: pass a "
+            "value it holds exactly."
+        )
+    return cast
+
+
+def padded(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """ragged="pad": the rows padded to the longest with fill_value= (and the mask)."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        import numpy as np
+
+        mode = ctx.option("ragged")
+        if mode != "pad":
+            raise OptionError(f"ragged={mode!r} is not 'pad' (the only way to make a ragged "
+                              "array dense).")  # fmt: skip
+        if "fill_value" not in ctx.options:
+            raise OptionError(
+                "ragged='pad' needs fill_value=: the value the padding holds, e.g. "
+                "fill_value=0 (mask=True also gives a mask, True where a row has a value)."
+            )
+        values, offsets, lengths = _host(source, obj, ctx)
+        fill = fill_scalar(ctx.options["fill_value"], values.dtype)
+        rows = _lengths(offsets, lengths).astype(np.int64)
+        n, width = len(rows), int(rows.max()) if len(rows) else 0
+        out = aligned_empty((n, width, *values.shape[1:]), values.dtype)
+        out[...] = fill
+        mask = np.arange(width) < rows[:, None]
+        out[mask] = _gather(values, offsets, lengths)
+        result = ctx.to(out, target, device=ctx.device)
+        if not ctx.option("mask"):
+            return result
+        held = aligned_empty(mask.shape, np.bool_)
+        np.copyto(held, mask)
+        return (result, ctx.to(held, target, device=ctx.device))
+
+    return convert
+
+
+def as_is(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """A dense array in a ragged="pad" call: passed as it is."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        return obj
+
+    return convert
+
+
+def loaded(name: str, source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """The converter ``name`` of this module for the edge ``source`` -> ``target``."""
+    make: Callable[[str, str], Callable[[Any, CallContext], Any]] = getattr(
+        sys.modules[__name__], name
+    )
+    return make(source, target)

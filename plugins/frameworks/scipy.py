@@ -1,0 +1,145 @@
+"""scipy.sparse: sparse arrays and matrices as arrays of the framework "scipy".
+
+A sparse array is an array of its framework carrying flags, as a sharded one is: "sparse"
+(opaque, so no dense edge takes it), its layout ("coo", "csr"; other formats by their own
+name, e.g. "csc"), "canonical" (sorted indices without duplicates), "int64_indices" (else
+int32). The edges of :mod:`interop_plugins.exchange.sparse` take them. scipy is never
+imported here: detection looks for ``scipy.sparse`` in ``sys.modules`` (importing scipy
+does not import scipy.sparse, and a sparse matrix exists only once it is).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    DTYPES,
+    Flag,
+    FrameworkSpec,
+    TensorInfo,
+    hookimpl,
+)
+
+#: scipy.sparse computes in none of these (its kernels reject float16: "Output dtype not
+#: compatible with inputs").
+_NO_DTYPES = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
+
+
+def buffers(m: Any) -> tuple[Any, ...]:
+    """The numpy arrays a COO or CSR matrix is made of: values first, then its indices."""
+    if m.format == "csr":
+        return (m.data, m.indices, m.indptr)
+    if m.format == "coo":
+        return (m.data, *m.coords)
+    return (m.data,) if hasattr(m, "data") else ()
+
+
+def _index_dtype(m: Any) -> Any:
+    if m.format == "csr":
+        return m.indices.dtype
+    if m.format == "coo":
+        return m.coords[0].dtype if m.coords else None
+    return None
+
+
+def key(m: Any) -> Any:
+    """Warm-path key: class, format, dtype, index dtype, canonical form, read-only values.
+
+    ``has_canonical_format`` is an attribute of COO matrices; a CSR matrix computes it once
+    (O(nnz)) and keeps it."""
+    fmt = m.format
+    canonical = bool(m.has_canonical_format) if fmt in ("coo", "csr") else False
+    data = getattr(m, "data", None)
+    writable = data is None or not hasattr(data, "flags") or data.flags.writeable
+    return (type(m), fmt, m.dtype, _index_dtype(m), canonical, writable)
+
+
+def aligned_key(m: Any) -> Any:
+    """key() plus whether every buffer is 64-byte aligned."""
+    return (*key(m), _aligned(m))
+
+
+def _aligned(m: Any) -> bool:
+    return all(b.ctypes.data % ALIGNMENT == 0 for b in buffers(m))
+
+
+def flags(m: Any) -> frozenset[str]:
+    """The flags of a sparse array (see the module's docstring)."""
+    fmt = m.format
+    out = {"sparse", fmt}
+    if fmt in ("coo", "csr") and m.has_canonical_format:
+        out.add("canonical")
+    if str(_index_dtype(m)) == "int64":
+        out.add("int64_indices")
+    return frozenset(out)
+
+
+def describe(m: Any) -> TensorInfo:
+    """Describe a scipy sparse array or matrix (values dtype, shape; host memory)."""
+    data = getattr(m, "data", None)
+    readonly = bool(data is not None and hasattr(data, "flags") and not data.flags.writeable)
+    return TensorInfo(
+        framework="scipy",
+        dtype=str(m.dtype),
+        device=CPU,
+        shape=tuple(m.shape),
+        layout="C",
+        readonly=readonly,
+        aligned=_aligned(m),
+        flags=flags(m),
+    )
+
+
+def data_ptr(m: Any) -> int:
+    """Address of the first stored value."""
+    return int(m.data.ctypes.data)
+
+
+def astype(m: Any, dtype: str) -> Any:
+    """``m`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new matrix, same structure."""
+    return m.astype(dtype)
+
+
+_FLAGS = (
+    Flag(
+        "sparse",
+        "a sparse array has no dense buffer to share: pass densify=True for one dense copy, "
+        "or convert it to a framework with sparse arrays (torch, jax, tensorflow, scipy)",
+    ),
+    Flag("csc", "CSC converts only within scipy: call .tocsr() or .tocoo() first"),
+    Flag("bsr", "BSR converts only within scipy: call .tocsr() or .tocoo() first"),
+    Flag("dia", "DIA converts only within scipy: call .tocsr() or .tocoo() first"),
+    Flag("lil", "LIL converts only within scipy: call .tocsr() or .tocoo() first"),
+    Flag("dok", "DOK converts only within scipy: call .tocsr() or .tocoo() first"),
+)
+
+
+@hookimpl
+def interop_frameworks() -> list[FrameworkSpec]:
+    """scipy.sparse: sparray and spmatrix (COO and CSR convert; other formats densify)."""
+    return [
+        FrameworkSpec(
+            name="scipy",
+            aliases=("scipy.sparse",),
+            # Looked for only once scipy.sparse is imported (``module``); resolving these
+            # never imports it (detection reads module dicts, not attributes).
+            array_types=("scipy.sparse.sparray", "scipy.sparse.spmatrix"),
+            module="scipy.sparse",
+            describe=describe,
+            key=key,
+            aligned_key=aligned_key,
+            data_ptr=data_ptr,
+            # No dense example: scipy holds sparse arrays only, so the dense conformance
+            # matrix (every pair zero-copy) does not apply to it.
+            example=None,
+            dtypes=frozenset(DTYPES) - _NO_DTYPES,
+            distribution="scipy",
+            install_hint="pip install scipy",
+            device_kinds=("cpu",),
+            constructor="scipy.sparse.coo_array",
+            astype=astype,
+            flags=_FLAGS,
+        )
+    ]
