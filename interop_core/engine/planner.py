@@ -502,7 +502,7 @@ class Graph:
                         reason = Reason(f"left out on request: {edge.opt_out}=False", ON_REQUEST)
                     else:
                         reason = self.verdict(edge, key)
-                if dtype and id(edge) in self.flagged:
+                if dtype and id(edge) in self.flagged and not _flags_refuse(edge, key):
                     flags.update(dict.fromkeys(self.flags_read(edge, dtype)))
                 ncost = (cost[0] + (not edge.zero_copy), cost[1] + 1, cost[2] + edge.cost)
                 if reason is not None:
@@ -666,3 +666,13 @@ class Plan(NamedTuple):
 
 def _identity(x: Any) -> Any:
     return x
+
+
+def _flags_refuse(edge: ConverterSpec, key: PlanKey) -> bool:
+    """Whether ``edge`` refuses ``key`` by its flags alone (it lacks one the edge needs, or
+    carries one it refuses): then no global flag can change the verdict, and the plan must
+    not read one on every warm call (a ragged edge's x64 switch on a dense route)."""
+    needs = edge.accepts
+    wanted = getattr(needs, "flags", frozenset())
+    refused = getattr(needs, "no_flags", frozenset())
+    return not wanted <= key.flags or not refused.isdisjoint(key.flags)
