@@ -291,6 +291,7 @@ def test_list_arrays_of_booleans_and_of_lists() -> None:
 
 def test_a_tf_ragged_tensor_of_ragged_rank_2_is_refused() -> None:
     tf = need("tensorflow")
+    need("torch")
     x = tf.ragged.constant([[[1], [2, 3]], [[4]]])
     with pytest.raises(ConversionError, match="ragged_rank 2"):
         to(x, "torch")
@@ -299,6 +300,7 @@ def test_a_tf_ragged_tensor_of_ragged_rank_2_is_refused() -> None:
 @pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
 def test_a_torch_nested_tensor_of_the_strided_layout_is_refused() -> None:
     torch = need("torch")
+    need("tensorflow")
     x = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
     with pytest.raises(ConversionError, match=r"layout=torch\.jagged"):
         to(x, "tensorflow")
@@ -323,6 +325,7 @@ def test_a_non_contiguous_jagged_tensor_is_copied_once() -> None:
 
 def test_a_jagged_tensor_requiring_grad_is_refused() -> None:
     torch = need("torch")
+    need("tensorflow")
     values = torch.ones(6, requires_grad=True)
     x = torch.nested.nested_tensor_from_jagged(values, torch.tensor(OFFSETS))
     with pytest.raises(NoRouteError, match="requires grad") as info:
@@ -333,6 +336,7 @@ def test_a_jagged_tensor_requiring_grad_is_refused() -> None:
 
 def test_a_ragged_array_pair_is_checked() -> None:
     jnp = need("jax").numpy
+    need("torch")
     from interop_plugins.exchange.ragged import RaggedArray
 
     with pytest.raises(ConversionError, match="holds jax arrays"):

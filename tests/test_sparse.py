@@ -198,6 +198,7 @@ def test_jax_to_scipy_is_read_only_views() -> None:
 
 
 def test_jax_to_torch_copies_read_only_buffers_once() -> None:
+    need("torch")
     x = make("jax", "csr")
     route = explain(x, "torch")
     assert route.copies == 1 and "read-only" in str(route)

@@ -673,6 +673,6 @@ def _flags_refuse(edge: ConverterSpec, key: PlanKey) -> bool:
     carries one it refuses): then no global flag can change the verdict, and the plan must
     not read one on every warm call (a ragged edge's x64 switch on a dense route)."""
     needs = edge.accepts
-    wanted = getattr(needs, "flags", frozenset())
-    refused = getattr(needs, "no_flags", frozenset())
+    wanted: frozenset[str] = getattr(needs, "flags", frozenset())
+    refused: frozenset[str] = getattr(needs, "no_flags", frozenset())
     return not wanted <= key.flags or not refused.isdisjoint(key.flags)
