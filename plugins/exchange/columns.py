@@ -42,6 +42,7 @@ from interop_core.plugin import (
 
 from ..frameworks.jax import host_importer
 from ..frameworks.numpy import aligned_empty
+from .dlpack import spend_readonly_warning
 
 #: Flags of a column node: it has nulls; it lies in several chunks; its booleans are bits.
 NULLS = "nulls"
@@ -210,17 +211,9 @@ def _load_numpy(access: Access) -> Callable[[Any], Any]:
 
 
 def _load_torch(access: Access) -> Callable[[Any], Any]:
-    import numpy as np
     import torch
 
-    # torch warns once per process that a tensor over read-only numpy memory is writable:
-    # the route's note says so; the one warning is spent here, under a block that restores
-    # the filters (as the JAX -> torch edge of exchange/dlpack.py does).
-    readonly = np.zeros(1, np.uint8)
-    readonly.flags.writeable = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        torch.from_numpy(readonly)
+    spend_readonly_warning()  # the route's note says the tensor aliases the column
     from_numpy, view = torch.from_numpy, access.view
 
     def convert(col: Any) -> Any:
@@ -263,8 +256,7 @@ def fill_scalar(value: Any, dtype: Any, name: str) -> Any:
     given = np.asarray(value)
     if given.ndim or given.dtype.kind not in "biuf":
         raise OptionError(
-            f"fill_value={value!r} for {name} must be one number or bool (the column's "
-            f"dtype is {dtype})."
+            f"fill_value={value!r} for {name} must be one number or bool (its dtype is {dtype})."
         )
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -276,8 +268,8 @@ def fill_scalar(value: Any, dtype: Any, name: str) -> Any:
             fits = fits and bool(cast.astype(given.dtype) == given)
     if not fits:
         raise OptionError(
-            f"fill_value={value!r} does not fit {name} (dtype {dtype}): pass a value the "
-            "column's dtype holds exactly."
+            f"fill_value={value!r} does not fit {name} (dtype {dtype}): pass a value that "
+            "dtype holds exactly."
         )
     return cast
 

@@ -149,23 +149,31 @@ def _tf_to_numpy() -> Any:
     return convert
 
 
-def _torch_via_numpy() -> Any:
-    """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
+def spend_readonly_warning() -> None:
+    """Spend torch's one warning that a tensor over read-only numpy memory is writable.
+
+    torch warns once per process (TORCH_WARN_ONCE). The routes that alias such memory say
+    so in their note already; the warning would leak a framework warning from to() (an
+    exception under -W error). Every path around it adds 2-5 us a call to a ~2 us route,
+    and a lasting filter would change the process's warnings state (rule 2). So the one
+    warning torch ever gives is spent when such a route is loaded, under a catch_warnings
+    block that restores the filters on exit."""
     import numpy as np
     import torch
 
-    # torch warns once per process (TORCH_WARN_ONCE) that a tensor over read-only memory is
-    # writable. The route's note says so already; the warning would leak a framework warning
-    # from to() (an exception under -W error). Every path around it adds 2-5 us a call to
-    # the ~2 us route (torch.from_dlpack of the numpy view, a writable __array_interface__
-    # view), and a lasting filter would change the process's warnings state (rule 2). So the
-    # one warning torch ever gives is spent here, once, when the route is loaded, under a
-    # catch_warnings block that restores the filters on exit.
     readonly = np.zeros(1, np.uint8)
     readonly.flags.writeable = False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         torch.from_numpy(readonly)
+
+
+def _torch_via_numpy() -> Any:
+    """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
+    import numpy as np
+    import torch
+
+    spend_readonly_warning()
     from_numpy, asarray = torch.from_numpy, np.asarray
 
     def convert(x: Any) -> Any:

@@ -501,32 +501,11 @@ def copied(source: str, target: str) -> Callable[[Any, CallContext], Any]:
 
 
 def fill_scalar(value: Any, dtype: Any) -> Any:
-    """``fill_value`` as a scalar of ``dtype``; a value the dtype cannot hold exactly (1.5
-    for ints, 300 for uint8) is refused: values never change silently."""
-    import warnings
+    """``fill_value`` as a scalar of ``dtype``, checked as a table column's is (a value the
+    dtype cannot hold exactly is refused: values never change silently)."""
+    from .columns import fill_scalar as checked
 
-    import numpy as np
-
-    given = np.asarray(value)
-    if given.ndim or given.dtype.kind not in "biuf":
-        raise OptionError(
-            f"fill_value={value!r} must be one number or bool (the ragged array's dtype is "
-            f"{dtype})."
-        )
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        cast = given.astype(dtype)
-        if dtype.kind == "f":
-            fits = bool(np.isfinite(cast) or not np.isfinite(given))
-        else:
-            fits = given.dtype.kind != "f" or bool(np.isfinite(given))
-            fits = fits and bool(cast.astype(given.dtype) == given)
-    if not fits:
-        raise OptionError(
-            f"fill_value={value!r} does not fit the ragged array's dtype {dtype}: pass a "
-            "value it holds exactly."
-        )
-    return cast
+    return checked(value, dtype, "the ragged array")
 
 
 def padded(source: str, target: str) -> Callable[[Any, CallContext], Any]:
