@@ -83,6 +83,24 @@ def interleaved(
     return statistics.median(ta), statistics.median(tb)
 
 
+def calls_per_round(fn: Callable[[], Any], round_us: float = 2000.0) -> int:
+    """How many calls of ``fn`` take about ``round_us`` (from a short trial, after one)."""
+    fn()
+    return max(1, round(round_us / per_call_us(fn, 5)))
+
+
+def interleaved_calls(
+    sides: list[Callable[[], Any]], rounds: int, round_us: float = 2000.0
+) -> list[float]:
+    """Medians (µs per call) of ``sides`` timed in alternating rounds of ~``round_us`` each."""
+    numbers = [calls_per_round(fn, round_us) for fn in sides]
+    times: list[list[float]] = [[] for _ in sides]
+    for _ in range(rounds):
+        for fn, number, t in zip(sides, numbers, times, strict=True):
+            t.append(per_call_us(fn, number))
+    return [statistics.median(t) for t in times]
+
+
 # -- sources and the fastest raw zero-copy call per pair (FACTS.md) ---------------------
 
 
@@ -564,6 +582,15 @@ def table(head: Row, rows: list[Row]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
+
+
+def standalone(sections: Callable[[bool], list[Section]], doc: str) -> int:
+    """A section module run as a script: ``--quick``, its sections printed, the exit status."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    args = parser.parse_args()
+    started = time.time()
+    return print_sections(sections(args.quick), started)
 
 
 def print_sections(found: list[tuple[str, Row, list[Row]]], started: float) -> int:

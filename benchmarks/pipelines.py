@@ -32,7 +32,6 @@ Usage: python benchmarks/pipelines.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import statistics
@@ -43,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import print_sections
+from bench import standalone
 from functions import installed, skip_row
 
 from interop_core import to
@@ -606,11 +605,7 @@ def sections(quick: bool) -> list[Section]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args()
-    started = time.time()
-    return print_sections(sections(args.quick), started)
+    return standalone(sections, __doc__ or "")
 
 
 if __name__ == "__main__":

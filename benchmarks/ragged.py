@@ -14,17 +14,14 @@ Usage: python benchmarks/ragged.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
-import time
 import timeit
 from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import print_sections
+from bench import interleaved_calls, standalone
 from functions import installed, skip_row
 
 from interop_core import to
@@ -43,18 +40,6 @@ def per_call_us(fn: Callable[[], Any], number: int) -> float:
     return timeit.timeit(fn, number=number) / number * 1e6
 
 
-def interleaved(sides: list[Callable[[], Any]], rounds: int) -> list[float]:
-    """Medians (µs per call) of ``sides`` in alternating rounds of ~2 ms (one call at least)."""
-    for fn in sides:
-        fn()
-    numbers = [max(1, round(2000 / per_call_us(fn, 1))) for fn in sides]
-    times: list[list[float]] = [[] for _ in sides]
-    for _ in range(rounds):
-        for fn, n, t in zip(sides, numbers, times, strict=True):
-            t.append(per_call_us(fn, n))
-    return [statistics.median(t) for t in times]
-
-
 def ragged_values() -> tuple[Any, Any]:
     """(values, row_splits) as numpy: 16384 rows of 0-127 float32 values (~4 MiB)."""
     import numpy as np
@@ -67,7 +52,7 @@ def ragged_values() -> tuple[Any, Any]:
 
 
 def row(source: str, ours: str, compared: str, sides: list[Callable[[], Any]], rounds: int) -> Row:
-    t_ours, t_other, t_again = interleaved([sides[0], sides[1], sides[1]], rounds)
+    t_ours, t_other, t_again = interleaved_calls([sides[0], sides[1], sides[1]], rounds)
     return [source, ours, f"{t_ours:.1f}", compared, f"{t_other:.1f}",
             f"{t_other / t_ours:.1f}x", f"{t_again / t_other:.2f}"]  # fmt: skip
 
@@ -147,11 +132,7 @@ def sections(quick: bool) -> list[Section]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args()
-    started = time.time()
-    return int(print_sections(sections(args.quick), started))
+    return standalone(sections, __doc__ or "")
 
 
 if __name__ == "__main__":

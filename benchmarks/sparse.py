@@ -23,18 +23,15 @@ Usage: python benchmarks/sparse.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import os
-import statistics
 import sys
-import time
 import timeit
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import print_sections
+from bench import interleaved_calls, standalone
 from functions import installed, skip_row
 
 from interop_core import to
@@ -49,19 +46,6 @@ HEAD = ["source", "to() µs", "compared with", "its µs", "its / to()", "control
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
     return timeit.timeit(fn, number=number) / number * 1e6
-
-
-def interleaved(sides: list[Callable[[], Any]], rounds: int) -> list[float]:
-    """Medians (µs per call) of ``sides`` in alternating rounds of ~20 ms each."""
-    numbers = []
-    for fn in sides:
-        fn()
-        numbers.append(max(1, round(20000.0 / per_call_us(fn, 2))))
-    times: list[list[float]] = [[] for _ in sides]
-    for _ in range(rounds):
-        for fn, number, t in zip(sides, numbers, times, strict=True):
-            t.append(per_call_us(fn, number))
-    return [statistics.median(t) for t in times]
 
 
 def matrix() -> Any:
@@ -120,7 +104,9 @@ def section(quick: bool) -> Section:
         ]
         for label, m, what, theirs in cases:
             ours = lambda m=m: to(m, "torch")  # noqa: E731
-            t_ours, t_theirs, t_again = interleaved([ours, theirs, theirs], ROUNDS[quick])
+            t_ours, t_theirs, t_again = interleaved_calls(
+                [ours, theirs, theirs], ROUNDS[quick], 20000.0
+            )
             rows.append([
                 f"scipy {label}", f"{t_ours:.1f}", what, f"{t_theirs:.1f}",
                 f"{t_theirs / t_ours:.1f}x", f"{t_again / t_theirs:.3f}x",
@@ -135,11 +121,7 @@ def sections(quick: bool) -> list[Section]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args()
-    started = time.time()
-    return int(print_sections(sections(args.quick), started))
+    return standalone(sections, __doc__ or "")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Usage: python benchmarks/tables.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import collections
 import contextlib
 import os
@@ -41,7 +40,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # local files only: never the network
-from bench import print_sections
+from bench import interleaved_calls, standalone
 from functions import installed, skip_row
 
 from interop_core import to
@@ -95,22 +94,6 @@ NOTES = [
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
     """µs per call of ``fn`` over ``number`` calls."""
     return timeit.timeit(fn, number=number) / number * 1e6
-
-
-def calls_per_round(fn: Callable[[], Any], round_us: float = 2000.0) -> int:
-    """How many calls of ``fn`` take about ``round_us`` (from a short trial, after one)."""
-    fn()
-    return max(1, round(round_us / per_call_us(fn, 5)))
-
-
-def interleaved_calls(sides: list[Callable[[], Any]], rounds: int) -> list[float]:
-    """Medians (µs per call) of ``sides`` timed in alternating rounds of ~2 ms each."""
-    numbers = [calls_per_round(fn) for fn in sides]
-    times: list[list[float]] = [[] for _ in sides]
-    for _ in range(rounds):
-        for fn, number, t in zip(sides, numbers, times, strict=True):
-            t.append(per_call_us(fn, number))
-    return [statistics.median(t) for t in times]
 
 
 def interleaved_epochs(
@@ -467,11 +450,7 @@ def sections(quick: bool) -> list[Section]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args()
-    started = time.time()
-    return int(print_sections(sections(args.quick), started))
+    return standalone(sections, __doc__ or "")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Usage: python benchmarks/tensor_files.py [--quick]
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -36,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-from bench import print_sections
+from bench import standalone
 from functions import installed
 
 from interop_core import to
@@ -89,6 +88,18 @@ def _median_ms(sides: list[Callable[[], Any]], rounds: int) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
+def time_rows(
+    cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]], quick: bool
+) -> list[Row]:
+    """One row per (label, to() side, load_file side): medians, the ratio, the control."""
+    rows = []
+    for label, a, b in cases:
+        ms_a, ms_b, ms_again = _median_ms([a, b, b], ROUNDS[quick])
+        rows.append([label, f"{ms_a:.2f}", f"{ms_b:.1f}", f"{ms_b / ms_a:.1f}x",
+                     f"{ms_again / ms_b:.3f}x"])  # fmt: skip
+    return rows
+
+
 def time_section(path: pathlib.Path, quick: bool) -> Section:
     """Open, first tensor touched, every tensor touched: to(Path) vs load_file."""
     from safetensors.torch import load_file
@@ -114,11 +125,7 @@ def time_section(path: pathlib.Path, quick: bool) -> Section:
         ("every tensor touched", lambda: touch_all(to(path, "torch")),
          lambda: touch_all(load_file(str(path)))),
     ]  # fmt: skip
-    rows = []
-    for label, a, b in cases:
-        ms_a, ms_b, ms_again = _median_ms([a, b, b], ROUNDS[quick])
-        rows.append([label, f"{ms_a:.2f}", f"{ms_b:.1f}", f"{ms_b / ms_a:.1f}x",
-                     f"{ms_again / ms_b:.3f}x"])  # fmt: skip
+    rows = time_rows(cases, quick)
     if installed("jax"):
         rows += jax_rows(path, quick)
     title = "safetensors: to(Path, target) vs safetensors' load_file, 256 MiB (ms)"
@@ -151,12 +158,7 @@ def jax_rows(path: pathlib.Path, quick: bool) -> list[Row]:
         ("jax: every tensor touched", lambda: touch_all(to(path, "jax")),
          lambda: touch_all(load_file(str(path)))),
     ]  # fmt: skip
-    rows = []
-    for label, a, b in cases:
-        ms_a, ms_b, ms_again = _median_ms([a, b, b], ROUNDS[quick])
-        rows.append([label, f"{ms_a:.2f}", f"{ms_b:.1f}", f"{ms_b / ms_a:.1f}x",
-                     f"{ms_again / ms_b:.3f}x"])  # fmt: skip
-    return rows
+    return time_rows(cases, quick)
 
 
 _CHILD = """
@@ -229,11 +231,7 @@ def sections(quick: bool) -> list[Section]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
-    args = parser.parse_args()
-    started = time.time()
-    return int(print_sections(sections(args.quick), started))
+    return standalone(sections, __doc__ or "")
 
 
 if __name__ == "__main__":
