@@ -166,6 +166,25 @@ def test_a_refusal_on_the_warm_path_leaves_the_cached_route(boxes: None) -> None
     assert plugin.calls == ["flaky", "flaky", "flaky", "fallback", "flaky"]
 
 
+def test_an_item_that_fails_in_a_container_is_named_by_its_keys(boxes: None) -> None:
+    """The error of an item says where it sits, on the slow path and on the warm walk of a
+    batch whose leaves have runners (to() cold, then warm), and in explain()."""
+    plugin = Counting(raising(ValueError("bad")))
+    with registry_of(plugin):
+        for call in range(1, 4):
+            batch = {"ok": "not an array", "x": ["no array", (BoxA([2.0]),)]}
+            with pytest.raises(ConversionError) as info:
+                to(batch, "boxb")
+            assert info.value.item_path == ("x", 1, 0)
+            assert str(info.value).startswith("At ['x'][1][0]: ")
+            assert "'flaky'" in str(info.value)
+            assert plugin.calls == ["flaky"] * call
+        with pytest.raises(OptionError) as unknown:  # no item takes it: the first one says
+            explain({"a": {"b": BoxA([1.0])}}, "boxb", nosuch=1)
+        assert unknown.value.unknown == ("nosuch",)
+        assert str(unknown.value).startswith("Unknown option(s) nosuch for the route boxa")
+
+
 def test_failure_in_the_second_step_runs_each_step_once(boxes: None) -> None:
     plugin = Counting(lambda x: BoxB(x.values), second=raising(ValueError("late")))
     with registry_of(plugin):

@@ -20,6 +20,9 @@ class InteropError(Exception):
     # impl/api.py, _attach_error_metadata; TF marks its own UnliftableError so): users
     # catch the InteropError itself, with its message unchanged.
     ag_pass_through = True
+    #: Where the object that failed sits in the container passed to ``to()``/``explain()``,
+    #: keys from the outermost (() for an object passed alone); the message starts with it.
+    item_path: tuple[object, ...] = ()
 
 
 class UnknownFrameworkError(InteropError, LookupError):
@@ -220,7 +223,15 @@ class UnsupportedTransformError(InteropError, NotImplementedError):
 
 
 class OptionError(InteropError, TypeError):
-    """An argument of ``to()``/``explain()`` has a wrong value or is unknown."""
+    """An argument of ``to()``/``explain()`` has a wrong value or is unknown.
+
+    ``unknown`` names the options no converter on the route takes (empty for a wrong value):
+    an item of a container may leave out options that only other items' routes take.
+    """
+
+    def __init__(self, message: str, unknown: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.unknown = tuple(unknown)
 
 
 class DeviceError(InteropError, ValueError):

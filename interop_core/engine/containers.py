@@ -20,6 +20,10 @@ arguments:
 When a step fails, a container contains itself, or containers nest deeper than
 :data:`MAX_DEPTH`, :class:`ContainerError` is raised: an item is never lost and another
 type is never returned silently.
+
+An :class:`InteropError` raised for an item says where the item sits: each level it passes
+on the way out notes its key (:func:`note_key`), and the caller that passed the outermost
+container puts the path in front of the message and into ``item_path`` (:func:`name_path`): "At ['batch'][0]: ...".
 """
 
 from __future__ import annotations
@@ -29,9 +33,9 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-from ..declare.errors import ContainerError
+from ..declare.errors import ContainerError, InteropError
 
-__all__ = ["MAX_DEPTH", "ContainerError", "map_leaves"]
+__all__ = ["MAX_DEPTH", "ContainerError", "map_leaves", "name_path", "note_key"]
 
 _CONTAINERS = (dict, list, tuple)
 #: How deep containers may nest. The walk recurses (two Python frames a level) and the
@@ -46,9 +50,33 @@ def map_leaves(obj: Any, fn: Callable[[Any], Any]) -> Any:
 
     Dict keys are kept as they are; values, list items and tuple items are mapped. Raises
     :class:`ContainerError` for a container that contains itself, cannot be rebuilt, or
-    nests deeper than :data:`MAX_DEPTH`.
+    nests deeper than :data:`MAX_DEPTH`. An :class:`InteropError` from ``fn`` comes out
+    with the item's keys noted (:func:`name_path` names them in its message).
     """
     return _map(obj, fn, {})
+
+
+def note_key(exc: InteropError, key: Any) -> None:
+    """Note that ``exc`` was raised for the item at ``key`` of a container (called by each
+    level on the way out, innermost first)."""
+    exc.__dict__.setdefault("_keys", []).append(key)
+
+
+def name_path(exc: InteropError) -> None:
+    """Put the keys noted on ``exc`` in front of its message and into ``exc.item_path``:
+    called by the caller of the outermost container. A path named already (an inner
+    container converted on its own, a table's columns) is extended, not repeated."""
+    keys = exc.__dict__.pop("_keys", None)
+    if not keys:
+        return
+    exc.item_path = (*reversed(keys), *exc.item_path)
+    message = exc.__dict__.get("_message")
+    if message is None:
+        if len(exc.args) != 1 or not isinstance(exc.args[0], str):
+            return
+        message = exc.__dict__["_message"] = exc.args[0]
+    where = "".join(f"[{k!r}]" for k in exc.item_path)
+    exc.args = (f"At {where}: {message}",)
 
 
 def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
@@ -62,11 +90,11 @@ def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
             _too_deep(obj)
         active[key] = t
         if t is dict:
-            out: Any = {k: _map(v, fn, active) for k, v in obj.items()}
+            out: Any = {k: _item(k, v, fn, active) for k, v in obj.items()}
         elif t is list:
-            out = [_map(v, fn, active) for v in obj]
+            out = [_item(i, v, fn, active) for i, v in enumerate(obj)]
         else:
-            out = tuple([_map(v, fn, active) for v in obj])
+            out = tuple([_item(i, v, fn, active) for i, v in enumerate(obj)])
         del active[key]
         return out
     if not issubclass(t, _CONTAINERS):  # the real type: a Mock(spec=dict) is a leaf
@@ -80,7 +108,7 @@ def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
     if isinstance(obj, dict):
         ordered = isinstance(obj, OrderedDict)
         pairs = OrderedDict.items(obj) if isinstance(obj, OrderedDict) else dict.items(obj)
-        items = [(k, _map(v, fn, active)) for k, v in pairs]
+        items = [(k, _item(k, v, fn, active)) for k, v in pairs]
         if t is OrderedDict:
             out = OrderedDict(items)
         elif t is defaultdict and isinstance(obj, defaultdict):
@@ -88,11 +116,22 @@ def _map(obj: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
         else:
             out = _rebuild_mapping(obj, items, ordered)
     elif isinstance(obj, list):
-        out = _rebuild_list(obj, [_map(v, fn, active) for v in list.__iter__(obj)])
+        numbered = enumerate(list.__iter__(obj))
+        out = _rebuild_list(obj, [_item(i, v, fn, active) for i, v in numbered])
     else:
-        out = _rebuild_tuple(obj, [_map(v, fn, active) for v in tuple.__iter__(obj)])
+        numbered = enumerate(tuple.__iter__(obj))
+        out = _rebuild_tuple(obj, [_item(i, v, fn, active) for i, v in numbered])
     del active[key]
     return out
+
+
+def _item(key: Any, value: Any, fn: Callable[[Any], Any], active: dict[int, type]) -> Any:
+    """``_map`` of the item at ``key``: an error raised for it notes the key."""
+    try:
+        return _map(value, fn, active)
+    except InteropError as exc:
+        note_key(exc, key)
+        raise
 
 
 def _cycle(active: dict[int, type], key: int) -> NoReturn:

@@ -146,6 +146,8 @@ class RouteTree:
         stack: list[tuple[str, Any]] = [("", self.tree)]
         while stack:  # no recursion: containers may nest deeper than the stack allows
             path, node = stack.pop()
+            if isinstance(node, RouteTree):  # an item that is a container itself (a table)
+                node = node.tree
             items: list[tuple[str, Any]]
             if isinstance(node, Route):  # a NamedTuple: before tuples
                 found[path] = node

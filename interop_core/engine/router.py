@@ -343,7 +343,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     listing = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers]
     none = f"No converter takes options for {req.kind.plural}."
     lines += ["Options are taken by:", *listing] if listing else [none]
-    raise OptionError("\n".join(lines))
+    raise OptionError("\n".join(lines), unknown)
 
 
 def plan(st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:

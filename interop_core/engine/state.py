@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ..declare.errors import (
     DeviceError,
     FrameworkNotInstalledError,
+    InteropError,
     NotAnArrayError,
     OptionError,
     UnknownFrameworkError,
@@ -29,7 +30,7 @@ from ..declare.specs import (
     KnownFramework,
 )
 from .casting import convert_cast, explain_cast, parse_dtype
-from .containers import MAX_DEPTH, map_leaves
+from .containers import MAX_DEPTH, map_leaves, name_path, note_key
 from .detect import Detector, first_claiming
 from .plancache import PlanCache
 from .planner import Graph, RouteTree
@@ -197,6 +198,9 @@ class State:
                 out = self._walk(obj, type(obj), get, (target, device, copy), 0, found)
             except _Unplanned:  # a converter's own error passes: its step must not run again
                 found[0] = 0
+            except InteropError as exc:
+                name_path(exc)
+                raise
             if found[0]:
                 return out
         return self._slow(obj, target, device, copy, {}, False)
@@ -222,13 +226,21 @@ class State:
                 try:
                     v = run(v)
                 except Exception as exc:  # handled as the warm path does: never run again
-                    v = warm_failure(self, v, (t, *asked), exc)
+                    try:
+                        v = warm_failure(self, v, (t, *asked), exc)
+                    except InteropError as err:
+                        note_key(err, k)
+                        raise
             elif entry is not None:  # a key not planned yet
                 raise _Unplanned
             elif t is dict or t is list or t is tuple:
                 if depth + 1 >= MAX_DEPTH:  # or a cycle: the slow path says which
                     raise _Unplanned
-                v = self._walk(v, t, get, asked, depth + 1, found)
+                try:
+                    v = self._walk(v, t, get, asked, depth + 1, found)
+                except InteropError as err:
+                    note_key(err, k)
+                    raise
             elif issubclass(t, _CONTAINERS) or self.detect.cache.get(t, _UNKNOWN) is not None:
                 raise _Unplanned  # a subclass is rebuilt by the slow path; None: not an array
             if is_dict:
@@ -293,12 +305,33 @@ class State:
             req = self._object_request(obj, kind, asked)
             return object_route(self, obj, req)[0] if explaining else convert(self, obj, req)
 
+        # Options apply to the items whose routes take them (nulls= to a table's columns,
+        # not to an array beside it); one that no item's route takes is unknown.
+        taken: set[str] = set()
+        left_out: dict[str, OptionError] = {}
+
         def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s own path
-            if explaining:
-                return self.explain(x, target, device=device, copy=copy, **options)
-            return self.convert(x, target, device, copy, options)
+            given = options
+            while True:
+                try:
+                    if explaining:
+                        out = self.explain(x, target, device=device, copy=copy, **given)
+                    else:
+                        out = self.convert(x, target, device, copy, given)
+                except OptionError as exc:
+                    if not exc.unknown or not set(exc.unknown) <= given.keys():
+                        raise
+                    for name in exc.unknown:
+                        left_out.setdefault(name, exc)
+                    given = {k: v for k, v in given.items() if k not in exc.unknown}
+                    continue
+                taken.update(given)
+                return out
 
         tree = self._containers(obj, asked.target, leaf, plain=not explaining)
+        unknown = [name for name in left_out if name not in taken]
+        if unknown:
+            raise left_out[unknown[0]]
         return RouteTree(tree) if explaining else tree
 
     # -- names and devices ---------------------------------------------------------------
@@ -519,7 +552,11 @@ class State:
             return one(leaf, src)
 
         if isinstance(obj, (dict, list, tuple)):
-            out = map_leaves(obj, counted)
+            try:
+                out = map_leaves(obj, counted)
+            except InteropError as exc:
+                name_path(exc)
+                raise
             if arrays:
                 return out
         raise NotAnArrayError(self._not_an_array(obj, target))
