@@ -23,7 +23,8 @@ type is never returned silently.
 
 An :class:`InteropError` raised for an item says where the item sits: each level it passes
 on the way out notes its key (:func:`note_key`), and the caller that passed the outermost
-container puts the path in front of the message and into ``item_path`` (:func:`name_path`): "At ['batch'][0]: ...".
+container puts the path in front of the message and into ``item_path``
+(:func:`name_path`): "At ['batch'][0]: ...".
 """
 
 from __future__ import annotations
