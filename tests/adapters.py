@@ -55,7 +55,10 @@ SOURCE_LAYOUTS: dict[str, tuple[str, ...]] = {
     "torch": ("contiguous", "transposed", "step", "0d", "empty", "broadcast", "misaligned"),
     "jax": ("contiguous", "0d", "empty"),
     "tensorflow": ("contiguous", "0d", "empty"),
+    "pyarrow": ("contiguous",),  # an Arrow array has a length: no 0-d one
 }
+#: Targets that hold no 0-d array (to() raises ConversionError for one).
+NO_0D = frozenset({"pyarrow"})
 #: The layout cases a framework a plugin adds builds, with its ``example()``.
 EXAMPLE_LAYOUTS = ("contiguous", "0d")
 
@@ -301,8 +304,18 @@ def make(framework: str, dtype: str, layout: str) -> tuple[Any, Any]:
     ref = reference(dtype, layout)
     maker = _MAKERS.get(framework)
     x = maker(ref, layout) if maker is not None else make_by_example(framework, ref, layout)
-    assert tuple(x.shape) == ref.shape
+    assert shape_of(x) == ref.shape
     return x, ref
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of an array: its own ``shape``, or as its plugin describes it (an Arrow
+    array has none: FixedSizeLists add dims to its length)."""
+    if hasattr(x, "shape"):
+        return tuple(x.shape)
+    spec = default_registry().state.detect(x)
+    assert spec is not None, f"not an array of a registered framework: {type(x)!r}"
+    return tuple(spec.describe(x).shape)
 
 
 # -- reading arrays back -----------------------------------------------------------------

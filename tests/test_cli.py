@@ -206,7 +206,8 @@ def test_doctor_json_structure(report: dict[str, Any]) -> None:
     by_name = {f["name"]: f for f in report["frameworks"]}
     for fw in installed_builtins():
         row = by_name[fw]
-        assert row["plugin"] == f"interop_plugins.frameworks.{fw}"
+        module = {"pyarrow": "arrow"}.get(fw, fw)  # frameworks/arrow.py
+        assert row["plugin"] == f"interop_plugins.frameworks.{module}"
         assert row["version"] != "?" and "cpu" in row["devices"]
     plugins = {p["name"]: p["distribution"] for p in report["plugins"]}
     for plugin in PLUGINS:

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from adapters import holds
+from adapters import holds, shape_of, to_numpy
 from conftest import frameworks, need
 
 import interop_core
@@ -177,7 +177,7 @@ def test_a_pipeline_without_a_reader_is_endless_and_says_so(target: str) -> None
     assert bool(it) is True
     batches = list(itertools.islice(it, 7))
     assert len(batches) == 7
-    assert first(batches[-1])["u"].shape == (4, 3)
+    assert shape_of(first(batches[-1])["u"]) == (4, 3)
     # size= gives it epochs, as DALI defines them (the samples of one epoch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # DALI's own advice to prefer reader_name=
@@ -258,7 +258,7 @@ def test_a_list_of_pipelines_batches_as_dalis_iterators_do(
             assert set(one) == set(NAMES)
             for name in NAMES:
                 assert isinstance(one[name], kind), (name, type(one[name]))
-                np.testing.assert_array_equal(np.asarray(one[name]), want[i][step][name])
+                np.testing.assert_array_equal(to_numpy(one[name]), want[i][step][name])
     if target == "numpy":  # views of each pipeline's own output buffers
         for one in got[0]:
             assert any(isinstance(o, TensorCPU) for o in owners(one["images"]))

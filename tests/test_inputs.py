@@ -347,6 +347,8 @@ def test_zero_d_and_empty_every_pair(src: str, dst: str, dtype: str, shape: str)
     need(dst)
     need_dtype(src, dtype)
     need_dtype(dst, dtype)
+    if shape == "0-d" and {src, dst} & adapters.NO_0D:
+        pytest.skip("an Arrow array has a length: no 0-d one (tests/test_arrow_target.py)")
     dims = SHAPES[shape]
     values = np.full(dims, -1.5 if dtype != "int8" else -3).astype(numpy_dtype(dtype))
     if dtype == "bool":
@@ -355,7 +357,7 @@ def test_zero_d_and_empty_every_pair(src: str, dst: str, dtype: str, shape: str)
     y = to(x, dst)
     assert framework_of(y) == dst
     assert dtype_name(y) == dtype
-    assert tuple(y.shape) == dims
+    assert adapters.shape_of(y) == dims
     np.testing.assert_array_equal(values_of(y), values_of(values))
 
 
@@ -490,6 +492,8 @@ def test_container_with_one_array_keeps_its_plain_leaves(np: Any, torch: Any) ->
 def test_numpy_scalar_converts_as_0d_array(name: str, dst: str, np: Any) -> None:
     need(dst)
     need_dtype(dst, name)
+    if dst in adapters.NO_0D:
+        pytest.skip(f"{dst} holds no 0-d array")
     value = np.dtype(name).type(1)
     out = to(value, dst)
     back = to(out, "numpy")

@@ -113,7 +113,15 @@ def unwrap(batch: Any) -> dict[str, Any]:
 
 def host(batch: Any) -> dict[str, Any]:
     """Independent numpy copies of a batch's arrays, whatever their framework."""
-    return {name: np.array(np.asarray(x), copy=True) for name, x in unwrap(batch).items()}
+    return {name: _host_array(x) for name, x in unwrap(batch).items()}
+
+
+def _host_array(x: Any) -> Any:
+    if not hasattr(x, "shape"):  # an Arrow array: its FixedSizeLists hold the dims
+        from adapters import to_numpy
+
+        return to_numpy(x)
+    return np.array(np.asarray(x), copy=True)
 
 
 def sizes(it: Any) -> list[int]:

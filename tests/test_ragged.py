@@ -255,11 +255,12 @@ def test_a_list_array_with_null_rows_is_refused_with_what_to_do() -> None:
         to(pa.array([[1.0, None]], pa.list_(pa.float32())), "torch")  # a null value
 
 
-def test_a_chunked_list_array_is_refused_naming_combine_chunks() -> None:
+def test_a_chunked_list_array_is_one_copy_or_refused_naming_combine_chunks() -> None:
     pa = need("pyarrow")
     x = pa.chunked_array([make("pyarrow"), make("pyarrow")])
-    with pytest.raises(NoRouteError, match="combine_chunks"):
-        to(x, "torch")
+    with pytest.raises(CopyRequiredError, match="combine_chunks"):
+        to(x, "torch", copy=False)
+    assert explain(x, "torch").copies == 1  # joined (tests/test_arrow_target.py)
     one = x.combine_chunks()
     assert [r.tolist() for r in to(one, "torch").unbind()] == ROWS + ROWS
 
@@ -345,3 +346,78 @@ def test_a_ragged_array_pair_is_checked() -> None:
         to(RaggedArray(jnp.ones(3), jnp.asarray([1, 3])), "torch")
     with pytest.raises(InvalidArrayError, match="1-d int32 or int64"):
         to(RaggedArray(jnp.ones(3), jnp.asarray([0.0, 3.0])), "torch")
+
+
+def test_arrow_list_keys_never_hold_the_width_and_follow_each_array() -> None:
+    need("torch")
+    pa = need("pyarrow")
+    from interop_plugins.frameworks.arrow import key
+
+    offsets = pa.array(np.array([0, 1, 1, 4], np.int32))  # one buffer: the same splits flags
+
+    def lists(width: int) -> Any:
+        """list<fixed_size_list<float32, width>>: rows of 1, 0 and 3 vectors."""
+        flat = pa.array(np.arange(4 * width, dtype=np.float32))
+        return pa.ListArray.from_arrays(offsets, pa.FixedSizeListArray.from_arrays(flat, width))
+
+    narrow, wide = lists(2), lists(3)
+    # One plan for every width: a key holding the Arrow type made one per width.
+    assert key(narrow) == key(wide)
+    for x, width in [(narrow, 2), (wide, 3), (narrow, 2)]:  # the warm path: each its own
+        out = to(x, "torch")
+        assert tuple(out.values().shape) == (4, width)
+        assert out.values().data_ptr() == x.values.values.buffers()[1].address
+        assert out.values().flatten().tolist() == list(range(4 * width))
+        assert out.offsets().tolist() == [0, 1, 1, 4]
+
+    # Arrays differing in splits, memory or nulls, in turn: their own keys and routes.
+    values = np.array(VALUES, np.float32)
+    plain = pa.ListArray.from_arrays(pa.array(np.array(OFFSETS, np.int32)), pa.array(values))
+    large = pa.LargeListArray.from_arrays(pa.array(np.array(OFFSETS, np.int64)), pa.array(values))
+    immutable = pa.Array.from_buffers(pa.float32(), 6, [None, pa.py_buffer(values.tobytes())])
+    frozen = pa.ListArray.from_arrays(pa.array(np.array(OFFSETS, np.int32)), immutable)
+    nulls = pa.array([[1.0, 2.0], None, [3.0]], pa.list_(pa.float32()))
+    cases = [(plain, ROWS), (plain.slice(1), ROWS[1:]), (large, ROWS), (frozen, ROWS)]
+    assert len({key(x) for x, _ in cases} | {key(nulls)}) == 5
+    for _ in range(2):
+        for x, rows in cases:
+            out = to(x, "torch")
+            assert [r.tolist() for r in out.unbind()] == rows
+            first = x.values.buffers()[1].address + x.offsets[0].as_py() * 4  # row 0's
+            shared = out.values().data_ptr() == first
+            assert shared == (x is not frozen)  # read-only memory is copied (rule 8)
+        with pytest.raises((ConversionError, NoRouteError), match="null"):
+            to(nulls, "torch")
+
+
+def test_arrow_list_keys_read_what_describe_reads() -> None:
+    # The warm key reads the buffers itself: it must agree with the description the plan is
+    # made from (dtype, read-only memory, every flag) on every kind of list array.
+    pa = need("pyarrow")
+    from interop_plugins.exchange.ragged_convert import arrow_describe, arrow_key
+    from interop_plugins.frameworks.arrow import ArrowColumn
+
+    values = np.arange(20, dtype=np.float32)
+    immutable = pa.Array.from_buffers(pa.float32(), 20, [None, pa.py_buffer(values.tobytes())])
+    with_nulls = pa.array([1.0, None, 2.0, 3.0, 4.0])
+    pairs = pa.FixedSizeListArray.from_arrays(pa.array([1, 2, None, 4, 5, 6]), 2)
+    found = []
+    for kind, itype in ((pa.ListArray, np.int32), (pa.LargeListArray, np.int64)):
+
+        def lists(offsets: list[int], child: Any, kind: Any = kind, itype: Any = itype) -> Any:
+            return kind.from_arrays(pa.array(np.array(offsets, itype)), child)
+
+        plain = lists([0, 3, 3, 7, 20], pa.array(values))
+        found += [
+            plain, plain.slice(1, 2), plain.slice(0, 0), plain.slice(2),
+            pa.chunked_array([plain]), pa.chunked_array([plain, plain]),
+            pa.chunked_array([], plain.type), ArrowColumn("c", plain),
+            lists([0, 3, 5], with_nulls), lists([0, 3, 5], with_nulls).slice(1),
+            lists([0, 2, 5], pa.array([True, False, True, True, False])),
+            lists([0, 1, 3], pairs), lists([0, 1, 3], pairs).slice(0, 1),
+            lists([0, 1, 3], pairs).slice(1, 1), lists([0, 3, 20], immutable),
+        ]  # fmt: skip
+    found.append(pa.array([[1, 2], None, [3]], pa.list_(pa.int16())))
+    for x in found:
+        info = arrow_describe(x)
+        assert arrow_key(x)[1:] == (info.dtype, len(info.shape) - 1, info.readonly, info.flags)

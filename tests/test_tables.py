@@ -504,5 +504,95 @@ def test_column_sources_pass_the_conformance_kit(name: str) -> None:
 
     done = check_framework(name, others=["numpy", "torch"])
     assert done[0].startswith("spec: "), done
-    assert any(line == "float32 -> torch: zero-copy" for line in done), done
-    assert any(line == "bool -> torch: copy" for line in done), done  # bits unpacked
+    # pyarrow is a target too: its lines go on with "; back: ..." (the round trip).
+    assert any(line.startswith("float32 -> torch: zero-copy") for line in done), done
+    assert any(line.startswith("bool -> torch: copy") for line in done), done  # bits unpacked
+
+
+# -- warm-path keys --------------------------------------------------------------------------
+
+
+def _in_a_row(cases: list[tuple[Any, str]], ptr: Any, torch: Any) -> None:
+    """Convert ``cases`` (a column, what its route does) in turn, twice over: every call
+    after the first of each runs the warm path, whose key must tell the columns apart."""
+    for _ in range(2):
+        for x, route in cases:
+            if route == "nulls":
+                with pytest.raises(ConversionError, match="has nulls"):
+                    to(x, "torch")
+                continue
+            out = to(x, "torch")
+            listed = x.to_pylist() if isinstance(x, (pa.Array, pa.ChunkedArray)) else x.to_list()
+            assert isinstance(out, torch.Tensor) and out.tolist() == listed, route
+            if route == "shared":
+                assert out.data_ptr() == ptr(x), route
+            elif route == "copied":
+                assert out.data_ptr() != ptr(x), route
+
+
+def test_warm_keys_follow_each_column_in_a_row(torch: Any) -> None:
+    # Columns of one Python type differing in dtype, nulls, chunks or read-only memory,
+    # converted alternately: each keeps its own plan (shared, copied, refused) and values.
+    pl = need("polars")
+    pd = need("pandas")
+    data = np.arange(8, dtype=np.float32)
+    frozen = pa.Array.from_buffers(pa.float32(), 8, [None, pa.py_buffer(data.tobytes())])
+    chunked = pa.chunked_array([data[:3], data[3:]])
+    arrow_cases = [
+        (pa.array(data), "shared"),
+        (pa.array(data.astype(np.int16)), "shared"),
+        (chunked, "copied"),
+        (frozen, "copied"),  # memory Arrow holds immutable (rule 8)
+        (pa.array([True, False] * 4), "bits"),
+        (pa.array([1.0, None] * 4, pa.float32()), "nulls"),
+        (pa.array(data[::-1].copy()), "shared"),
+    ]
+    _in_a_row(arrow_cases, arrow_ptr, torch)
+
+    polars_chunked = pl.concat([pl.Series("c", data[:3]), pl.Series("c", data[3:])], rechunk=False)
+    polars_cases = [
+        (pl.Series("a", data), "shared"),
+        (pl.Series("b", data.astype(np.int64)), "shared"),
+        (polars_chunked, "copied"),
+        (pl.Series("d", [True, False] * 4), "bits"),
+        (pl.Series("e", [1.0, None] * 4, pl.Float32), "nulls"),
+        (pl.Series("f", data[::-1].copy()), "shared"),
+    ]
+
+    def polars_ptr(s: Any) -> int:
+        return np_ptr(s.get_chunks()[0].to_numpy())
+
+    _in_a_row(polars_cases, polars_ptr, torch)
+
+    protected = data.copy()
+    protected.flags.writeable = False  # memory its owner marks read-only: rule 8
+    pandas_cases = [
+        (pd.Series(data.copy(), copy=False), "shared"),
+        (pd.Series(protected, copy=False), "copied"),
+        (pd.Series(data.astype(np.int16), copy=False), "shared"),
+        (pd.Series(pd.array([1, None] * 4, dtype="Int32")), "nulls"),
+        (pd.Series(data[::-1].copy(), copy=False), "shared"),
+    ]
+    _in_a_row(pandas_cases, lambda s: np_ptr(s.to_numpy()), torch)
+    view = to(pandas_cases[0][0], "numpy")  # still pandas' read-only view of its array
+    assert not view.flags.writeable and np_ptr(view) == np_ptr(pandas_cases[0][0].to_numpy())
+
+
+def test_a_polars_series_grown_in_place_over_a_memory_map_is_copied(
+    torch: Any, tmp_path: Any
+) -> None:
+    # An empty Series appended to in place holds the other's chunk: here a read-only map.
+    # Its read-only bit, once asked per Series, is asked again (no write is tried here: the
+    # pointers say whether torch would alias the map).
+    pl = need("polars")
+    path = str(tmp_path / "x.arrow")
+    with pa.ipc.new_file(path, pa.schema([("x", pa.float32())])) as writer:
+        writer.write_batch(pa.record_batch([pa.array(np.arange(4096, dtype=np.float32))], ["x"]))
+    mapped = pl.from_arrow(pa.ipc.open_file(pa.memory_map(path)).read_all())["x"]
+    s = pl.Series("x", [], dtype=pl.Float32)
+    assert to(s, "torch").shape == (0,)  # asked while empty: writable (nothing to write)
+    s.append(mapped)
+    assert s.n_chunks() == 1 and np_ptr(s.to_numpy()) == np_ptr(mapped.to_numpy())
+    out = to(s, "torch")
+    assert out.data_ptr() != np_ptr(s.to_numpy()) and explain(s, "torch").copies == 1
+    assert out.tolist() == list(range(4096))

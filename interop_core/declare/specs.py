@@ -260,6 +260,50 @@ class OrdinaryArrays:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Form:
+    """Examples of one form of a framework's objects that the conformance kit
+    (``interop_core.testing.check_framework``) builds beside ``FrameworkSpec.example`` and
+    checks: arrays carrying flags (a sparse layout, ragged rows), 1-d arrays (a pandas
+    Series), or files a snapshot opens (a safetensors file: each entry is checked as an
+    array). The doctor never builds them.
+
+    Without ``flags`` the kit runs its dense checks on ``build``'s arrays of ``shapes``. With
+    ``flags`` it checks that describe() carries them, the key, round trips with every
+    framework that has a route for the form (compared through ``read``), memory sharing
+    where explain() claims it (through ``buffers``), and that frameworks without a route
+    refuse unless ``dense`` options are given.
+    """
+
+    #: What it is, for messages: "sparse coo", "ragged", "1-d Series".
+    name: str
+    #: ``build(values, dtype)``: an example holding nested Python ``values`` as canonical
+    #: ``dtype``. They are a dense array of a shape of ``shapes`` (a sparse form stores its
+    #: non-zeros), or with ``rows`` a list of rows of different lengths.
+    build: Callable[[Any, str], Any]
+    #: Flags describe() gives every example (and how a converted result's form is found:
+    #: the form of its framework whose flags it carries).
+    flags: frozenset[str] = frozenset()
+    #: The shapes of the two examples the kit builds per dtype (their key must be one);
+    #: with ``rows``, the lengths of their rows.
+    shapes: tuple[tuple[int, ...], tuple[int, ...]] = ((2, 3), (3, 2))
+    #: The values are rows of different lengths (ragged); describe()'s shape is the
+    #: values' (all rows one after another).
+    rows: bool = False
+    #: ``read(x)``: what a flagged ``x`` holds, as arrays the kit reads through a standard
+    #: protocol or ``tolist()`` (numpy arrays do): the dense array; with ``rows``, the
+    #: values and the row splits.
+    read: Callable[[Any], tuple[Any, ...]] | None = None
+    #: ``buffers(x)``: the framework's own arrays a flagged ``x`` is made of, values first
+    #: (the kit reads their memory with its own reader to check zero-copy claims).
+    buffers: Callable[[Any], tuple[Any, ...]] | None = None
+    #: The options of ``to()`` that make a dense array of a flagged example (``(("densify",
+    #: True),)``); a target with no route for the form must refuse without them.
+    dense: tuple[tuple[str, Any], ...] = ()
+    #: The dtypes of flagged examples (a few: every pair of frameworks is converted).
+    dtypes: tuple[str, ...] = ("float32", "int32")
+
+
 class AlignedAllocator(Protocol):
     """What :attr:`Allocator.load` returns: a switch for a framework's allocations."""
 
@@ -382,6 +426,14 @@ class FrameworkSpec:
     #: An opt-in allocator of 64-byte aligned memory for the arrays this framework
     #: allocates (:func:`interop_core.aligned_memory`); None: the framework has none.
     allocator: Allocator | None = None
+    #: Examples the conformance kit builds besides ``example`` (see :class:`Form`): flagged
+    #: forms (sparse, ragged), 1-d arrays, files.
+    forms: tuple[Form, ...] = ()
+    #: Whether a route between two other frameworks may pass through it. False for an end,
+    #: not a way (Arrow: a route through it would tie with the direct ones, and its refusals
+    #: would crowd their errors): the planner then takes edges into it only for requests
+    #: that start or end there.
+    waypoint: bool = True
 
     @property
     def import_name(self) -> str:

@@ -356,6 +356,8 @@ class Graph:
                 self.rules[id(e)] = rules
             if getattr(e.accepts, "flag", None) is not None or (rules and rules.switches):
                 self.flagged.add(id(e))
+        #: Frameworks that are no waypoint: entered only by routes that start or end there.
+        self.ends: frozenset[str] = frozenset(s.name for s in specs if not s.waypoint)
         #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
         #: the first declared, for objects of a framework that declares none for it.
         self.advice: dict[tuple[str, str], str] = {}
@@ -457,6 +459,7 @@ class Graph:
         back: dict[tuple[PlanKey, bool], tuple[tuple[PlanKey, bool], ConverterSpec]] = {}
         heap: list[tuple[tuple[float, ...], int, PlanKey, bool]] = [((0, 0, 0.0), 0, start, False)]
         found: tuple[float, ...] | None = None
+        ends = self.ends - {start.framework, goal.framework}
         while heap:
             cost, _, key, copied = heapq.heappop(heap)
             if best.get((key, copied)) != cost:
@@ -484,6 +487,8 @@ class Graph:
                 if (here and here not in edge.devices) or (zero_only and not edge.zero_copy):
                     continue
                 if excluded and (edge.plugin, edge.name) in excluded:
+                    continue
+                if ends and edge.target in ends:  # an end, not a way (FrameworkSpec.waypoint)
                     continue
                 # The node after the edge is built only for edges that take the key.
                 lands = landing(key, edge, kind, goal)

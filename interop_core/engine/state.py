@@ -305,28 +305,35 @@ class State:
             req = self._object_request(obj, kind, asked)
             return object_route(self, obj, req)[0] if explaining else convert(self, obj, req)
 
-        # Options apply to the items whose routes take them (nulls= to a table's columns,
-        # not to an array beside it); one that no item's route takes is unknown.
+        # Options apply to the items whose routes take them (nulls= for a table's columns,
+        # not for an array beside it); one that no item's route takes is unknown.
         taken: set[str] = set()
         left_out: dict[str, OptionError] = {}
 
-        def leaf(x: Any, _: FrameworkSpec) -> Any:  # each array leaf takes to()'s own path
-            given = options
-            while True:
+        def attempt(x: Any, given: Mapping[str, Any]) -> Any:  # to()'s own path for a leaf
+            if explaining:
+                return self.explain(x, target, device=device, copy=copy, **given)
+            return self.convert(x, target, device, copy, given)
+
+        def leaf(x: Any, _: FrameworkSpec) -> Any:
+            try:
+                out = attempt(x, options)
+            except OptionError as exc:
+                if not exc.unknown or not set(exc.unknown) <= options.keys():
+                    raise
+                for name in exc.unknown:
+                    left_out.setdefault(name, exc)
+                rest = {k: v for k, v in options.items() if k not in exc.unknown}
                 try:
-                    if explaining:
-                        out = self.explain(x, target, device=device, copy=copy, **given)
-                    else:
-                        out = self.convert(x, target, device, copy, given)
-                except OptionError as exc:
-                    if not exc.unknown or not set(exc.unknown) <= given.keys():
+                    out = attempt(x, rest)
+                except InteropError:
+                    if set(exc.unknown) <= taken:  # another item's options: this one fails
                         raise
-                    for name in exc.unknown:
-                        left_out.setdefault(name, exc)
-                    given = {k: v for k, v in given.items() if k not in exc.unknown}
-                    continue
-                taken.update(given)
+                    raise exc from None  # a misspelt option, most likely: say so, not this
+                taken.update(rest)
                 return out
+            taken.update(options)
+            return out
 
         tree = self._containers(obj, asked.target, leaf, plain=not explaining)
         unknown = [name for name in left_out if name not in taken]

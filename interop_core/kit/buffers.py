@@ -20,6 +20,7 @@ this module; the plugins and the kit that read protocols do.
 from __future__ import annotations
 
 import ctypes
+import warnings
 from typing import Any, NamedTuple
 
 from ..declare.errors import InvalidArrayError
@@ -145,7 +146,9 @@ def export_capsule(x: Any) -> Any:
     try:
         return x.__dlpack__(max_version=(1, 0))
     except TypeError:  # a producer older than DLPack 1.0 takes no max_version
-        return x.__dlpack__()
+        with warnings.catch_warnings():  # pyarrow warns that legacy capsules are deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return x.__dlpack__()
 
 
 def _dltensor(capsule: Any) -> tuple[_DLTensor, bool, bool, bool]:

@@ -42,6 +42,7 @@ from ..engine.planner import Goal, advance
 from ..engine.registry import Registry
 from ..face.api import default_registry, explain, to, using_registry
 from .buffers import ProtocolView, independent_data_ptr, protocol_view
+from .forms import FormChecks
 
 __all__ = ["ConformanceError", "check_framework"]
 
@@ -54,6 +55,7 @@ class ConformanceError(AssertionError):
 LAYOUTS = frozenset({"C", "F", "strided", "negative", "broadcast"})
 #: The shapes of the two examples built per dtype (the key must not tell them apart).
 _SHAPE, _OTHER_SHAPE = (2, 3), (3, 2)
+_SHAPES = (_SHAPE, _OTHER_SHAPE)
 
 
 def check_framework(
@@ -87,6 +89,12 @@ def check_framework(
       promise (layout, alignment, read-only, flags). The same for views of the float32
       example (``.T``, ``[:, ::2]``, ``[::-1]``, ``[1:]``) where the framework has them;
     - a dtype the spec does not hold raises NoRouteError.
+
+    A spec without ``example`` is checked on the examples of its first ``Form`` without
+    flags (of the shapes it declares: a Series is 1-d); an example a snapshot opens as a
+    dict (a file) is checked entry by entry, and ``to(example, other)`` gives the dict of
+    converted entries. Each ``Form`` with flags (sparse, ragged) is checked as
+    :mod:`interop_core.kit.forms` says.
 
     ``registry`` is made the default registry of the calling thread for the run when
     given; the default registry is used otherwise. Returns one line per check
@@ -189,11 +197,17 @@ class _Kit:
             raise FrameworkNotInstalledError(
                 self.spec.name, self.spec.install_hint or f"pip install {self.spec.name}"
             )
-        if self.spec.example is None:
+        plain = [f for f in self.spec.forms if not f.flags]
+        #: Builds the dense examples: example(), else the first Form without flags.
+        self.build = self.spec.example or (plain[0].build if plain else None)
+        self.shapes = plain[0].shapes if self.spec.example is None and plain else _SHAPES
+        if self.build is None and not self.spec.forms:
             self.fail(
                 "the spec has no example(): the kit (and the doctor's route matrix) build "
-                "arrays with it; only source-only protocols may leave it None"
+                "arrays with it; only source-only protocols may leave it None (declare a "
+                "Form in FrameworkSpec.forms for the kit)"
             )
+        self.asked = None if dtypes is None else list(dtypes)
         held = [d for d in DTYPES if d in self.spec.dtypes]
         if dtypes is None:
             self.dtypes = held
@@ -213,6 +227,8 @@ class _Kit:
         else:
             self.others = [reg.resolve(o) for o in others]
             self.others = [s for s in self.others if s.name != self.name]
+        #: The others the caller named (the flagged checks take every installed one else).
+        self.others_given = None if others is None else self.others
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -228,37 +244,49 @@ class _Kit:
             # router's warning becomes an error, which the checks report.
             warnings.simplefilter("error", PluginWarning)
             self.check_spec()
-            reached, returned = False, False
-            first: Case | None = None
-            for dtype in self.dtypes:
-                off = self.flag_off(self.name, dtype)
-                if off is not None:
-                    self.ok(f"{dtype}: skipped, {self.name} cannot hold it now: {off}")
-                    continue
-                data = _nested(_SHAPE, dtype)
-                case = Case(self.example(data, dtype), self.spec, dtype, data, f"a {dtype} example")
+            if self.build is not None:
+                self.check_dense()
+            FormChecks(self, self.asked).run()
+        return self.done
+
+    def check_dense(self) -> None:
+        """The dense checks, over every dtype."""
+        reached, returned = False, False
+        first: Case | None = None
+        shape = self.shapes[0]
+        for dtype in self.dtypes:
+            off = self.flag_off(self.name, dtype)
+            if off is not None:
+                self.ok(f"{dtype}: skipped, {self.name} cannot hold it now: {off}")
+                continue
+            data = _nested(shape, dtype)
+            raw, entries = self.examples(data, dtype)
+            for entry, x in entries:
+                case = Case(x, self.spec, dtype, data, f"a {dtype} example{entry}")
                 # describe() messages name it by shape, beside the other-shape example.
-                self.check_array(case._replace(label=f"example {dtype} {_SHAPE}"))
+                self.check_array(case._replace(label=f"example {dtype} {shape}{entry}"))
                 self.check_key(case)
                 self.check_self(case)
                 for other in self.others:
                     there, back = self.check_pair(case, other)
                     reached, returned = reached or there, returned or back
-                    self.check_into(other, dtype)
                 if first is None or dtype == "float32":
                     first = case
-            if first is not None:
-                self.check_variants(first)
-            self.report_keys()
-            self.check_unheld()
-            if self.others and self.dtypes and not reached:
-                self.fail(
-                    f"no dtype has a route from {self.name} to any of "
-                    f"{', '.join(o.name for o in self.others)}"
-                )
-            if self.others and self.dtypes and self.spec.target and not returned:
-                self.fail(f"no dtype has a route back to {self.name} from any other framework")
-        return self.done
+            if raw is not None:
+                self.check_opened(raw, entries, dtype, data)
+            for other in self.others:
+                self.check_into(other, dtype)
+        if first is not None:
+            self.check_variants(first)
+        self.report_keys()
+        self.check_unheld()
+        if self.others and self.dtypes and not reached:
+            self.fail(
+                f"no dtype has a route from {self.name} to any of "
+                f"{', '.join(o.name for o in self.others)}"
+            )
+        if self.others and self.dtypes and self.spec.target and not returned:
+            self.fail(f"no dtype has a route back to {self.name} from any other framework")
 
     def flag_off(self, target: str, dtype: str) -> str | None:
         """The reason a global flag of the edges into ``target`` (theirs, or the target's
@@ -284,16 +312,49 @@ class _Kit:
         )
 
     def example(self, data: Any, dtype: str, spec: FrameworkSpec | None = None) -> Any:
-        spec = spec or self.spec
+        if spec is None or spec is self.spec:
+            return self.examples(data, dtype)[1][0][1]
         assert spec.example is not None
+        return self.built(spec.example, spec, data, dtype)
+
+    def built(self, build: Any, spec: FrameworkSpec, data: Any, dtype: str) -> Any:
         try:
-            return spec.example(data, dtype)
+            return build(data, dtype)
         except Exception as exc:
             self.fail(
                 f"{spec.name}'s example(values, {dtype!r}) raised {type(exc).__name__}: {exc} "
                 f"although {dtype} is in its dtypes",
                 exc,
             )
+
+    def examples(self, data: Any, dtype: str) -> tuple[Any, list[tuple[str, Any]]]:
+        """(what the framework under test built, or None; its arrays, each with a suffix of
+        its label): the example itself, or each entry its snapshot opens (a file's dict)."""
+        spec = self.spec
+        x = self.built(self.build, spec, data, dtype)
+        snap = spec.snapshot(x) if spec.snapshot is not None else x
+        if not isinstance(snap, dict):
+            return None, [("", x)]
+        if not snap:
+            self.fail(f"the snapshot of a {dtype} example is an empty dict")
+        return x, [(f"[{name!r}]", entry) for name, entry in snap.items()]
+
+    def check_opened(self, raw: Any, entries: list[tuple[str, Any]], dtype: str, data: Any) -> None:
+        """``to(example, other)`` of an example its snapshot opens: the dict of its entries,
+        converted."""
+        names = [entry[2:-2] for entry, _ in entries]
+        for other in self.others:
+            try:
+                explain(raw, other.name)
+            except NoRouteError:
+                continue
+            what = f"to(a {dtype} example, {other.name!r})"
+            got = self.convert(raw, other.name, f"a {dtype} example")
+            if not isinstance(got, dict) or list(got) != names:
+                self.fail(f"{what} gave {type(got).__name__} {got!r:.80}, not a dict of {names}")
+            for name, y in got.items():
+                self.check_result(Case(y, other, dtype, data, f"{what}[{name!r}]"))
+        self.ok(f"{dtype}: each entry of an opened example converts; to() gives their dict")
 
     def call(self, what: str, func: Callable[[], Any]) -> Any:
         try:
@@ -502,9 +563,9 @@ class _Kit:
         """``case`` and an example of the same dtype and layout (other shape, other values):
         one key."""
         spec, x, dtype = self.spec, case.x, case.dtype
-        other_data = _nested(_OTHER_SHAPE, dtype, reverse=True)
+        other_data = _nested(self.shapes[1], dtype, reverse=True)
         x2 = self.example(other_data, dtype)
-        self.check_array(Case(x2, spec, dtype, other_data, f"example {dtype} {_OTHER_SHAPE}"))
+        self.check_array(Case(x2, spec, dtype, other_data, f"example {dtype} {self.shapes[1]}"))
         k1, k2 = spec.key(x), spec.key(x2)
         if k1 != k2:
             self.fail(
@@ -766,12 +827,13 @@ class _Kit:
         for label, op, on_values in _VARIANTS:
             try:
                 v = op(case.x)
-            except Exception:
+                data = on_values(case.data)
+            except Exception:  # no such view, or not of this many dims
                 continue
             if self.owner(v) is not self.spec:
                 continue
             what = f"{label} of a {dtype} example"
-            variant = Case(v, self.spec, dtype, on_values(case.data), what)
+            variant = Case(v, self.spec, dtype, data, what)
             self.check_array(variant)
             for other in self.others:
                 self.check_pair(variant, other, f"{dtype} {label}")

@@ -16,6 +16,10 @@ take them, between torch, tensorflow and jax (from Arrow too):
   sliced Arrow array), or into an aligned buffer for tensorflow and jax;
 - copied: values and row splits (``copy=True``, a non-contiguous torch tensor, values
   another framework cannot share);
+- into Arrow: a List array (int32 row splits) or LargeList array (int64) sharing the values
+  and the row splits (offsets past 0 and unaligned ones too: Arrow takes them), or copied
+  (booleans, which Arrow holds as bits; a non-contiguous torch tensor; ``copy=True``); a
+  chunked Arrow list column is joined into one list array first, the one copy;
 - ``ragged="pad"`` with ``fill_value=`` (and ``mask=True`` for a ``(padded, mask)`` pair)
   pads into a dense array of numpy, torch, jax or tensorflow: an opt-in edge whose result is
   marked "padded", so the option asks for a padded result (a dense array passes as it is).
@@ -191,7 +195,9 @@ def _between(source: str, target: str) -> list[ConverterSpec]:
             ]  # fmt: skip
         edges += [
             _edge(f"{source} ragged -> {target} (shared{suffix})", source, target, "shared",
-                  True, accepts, _SHARED_NOTE, keeps_flags=_KEEPS, cost=2.0)
+                  True, accepts, _SHARED_NOTE, cost=2.0,
+                  # The offsets are shared: unaligned ones stay so (into torch, which takes them).
+                  keeps_flags=_KEEPS | {SPLITS_UNALIGNED})
             for suffix, accepts in variants
         ]  # fmt: skip
         edges.append(
@@ -211,10 +217,62 @@ def _between(source: str, target: str) -> list[ConverterSpec]:
     return edges
 
 
+#: What an Arrow list array's describe() may say of its row splits, which the edges into
+#: Arrow keep (Arrow takes offsets that start past 0, at any address).
+_ARROW_KEEPS = _KEEPS | {SPLITS_BASE, SPLITS_UNALIGNED}
+_ARROW_SHARED_NOTE = (
+    "the values and row splits are shared (zero-copy): List for int32 row splits, LargeList "
+    "for int64"
+)
+_ARROW_COPY_NOTE = "the values and row splits are copied into buffers Arrow allocates"
+_COMBINE_NOTE = "the chunks are joined into one list array (the one copy)"
+
+
+def _into_arrow(source: str) -> list[ConverterSpec]:
+    """The edges of ragged arrays from ``source`` into Arrow list arrays."""
+    edges = []
+    if source != "pyarrow":
+        # Booleans are bits in Arrow: their values are copied (the edges below).
+        shared = Needs(
+            flags=frozenset({RAGGED}), layouts=frozenset({"C"}), no_flags=_OTHER | {PACKED},
+            no_dtypes=frozenset({"bool"}), dtype_reason="Arrow holds booleans one bit each",
+        )  # fmt: skip
+        edges.append(
+            _edge(f"{source} ragged -> pyarrow (shared)", source, "pyarrow", "shared", True,
+                  shared, _ARROW_SHARED_NOTE, keeps_flags=_ARROW_KEEPS, cost=3.0,
+                  # The values cross through a numpy view, read-only but for torch's.
+                  readonly_result=source != "torch")
+        )  # fmt: skip
+    name = "pyarrow ragged copy" if source == "pyarrow" else f"{source} ragged -> pyarrow (copied)"
+    plain = Needs(flags=frozenset({RAGGED}), no_flags=_OTHER, no_dtypes=frozenset({"bool"}))
+    bits = Needs(flags=frozenset({RAGGED}), no_flags=_OTHER, only_dtypes=frozenset({"bool"}))
+    edges += [
+        _edge(name, source, "pyarrow", "copied", False, plain, _ARROW_COPY_NOTE,
+              keeps_flags=_KEEPS, cost=5.0),
+        _edge(f"{name} (booleans into bits)", source, "pyarrow", "copied", False, bits,
+              _ARROW_COPY_NOTE, keeps_flags=_KEEPS, adds_flags=frozenset({PACKED}),
+              cost=5.0),
+    ]  # fmt: skip
+    return edges
+
+
+def _combine() -> ConverterSpec:
+    """A chunked Arrow list column joined into one list array: one copy, after which the
+    edges above share it (the values of booleans stay bits)."""
+    return _edge(
+        "combine Arrow list chunks", "pyarrow", "pyarrow", "combined", False,
+        Needs(flags=frozenset({RAGGED, CHUNKED}), no_flags=_OTHER - {CHUNKED, NULL_ROWS}),
+        _COMBINE_NOTE, keeps_flags=_KEEPS | {PACKED, NULL_ROWS}, cost=4.0,
+    )  # fmt: skip
+
+
 @hookimpl
 def interop_converters() -> list[ConverterSpec]:
-    """Ragged arrays between torch, tensorflow, jax (and from Arrow); padding on request."""
+    """Ragged arrays between torch, tensorflow, jax, and into and out of Arrow; padding on
+    request."""
     edges = [e for s in SOURCES for t in TARGETS for e in _between(s, t)]
+    edges += [e for s in SOURCES for e in _into_arrow(s)]
+    edges.append(_combine())
     edges += [
         _edge(f"{source} ragged padded (ragged='pad') into {target}", source, target, "padded",
               False, Needs(flags=frozenset({RAGGED}), no_flags=_OTHER), _PAD_NOTE,

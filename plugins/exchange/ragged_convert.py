@@ -294,6 +294,8 @@ def arrow_describe(obj: Any) -> TensorInfo:
 
     dtype, dims = arrow_element(obj)
     chunks = _arrow_chunks(obj)
+    if len(chunks) > 1:  # joined by one copy (the "combined" edge): all of them counts
+        return _arrow_chunked(obj, chunks, dtype, dims)
     arr = chunks[0] if chunks else None
     if arr is None or not len(arr):
         flags = _flags(_is32(obj))
@@ -309,16 +311,67 @@ def arrow_describe(obj: Any) -> TensorInfo:
     return TensorInfo("pyarrow", dtype, CPU, (last - base, *dims), "C", ro, aligned, flags)
 
 
+def _arrow_chunked(obj: Any, chunks: list[Any], dtype: str, dims: tuple[int, ...]) -> TensorInfo:
+    """A list column in several chunks: its rows' values in all of them, null rows in any."""
+    total, nulls = 0, False
+    for arr in chunks:
+        if len(arr):
+            offsets = _arrow_offsets(arr)
+            base, last = int(offsets[0]), int(offsets[-1])
+            total += last - base
+            nulls = nulls or _arrow_nulls(arr, base, last)
+    more = [CHUNKED] + [NULL_ROWS] * nulls + [PACKED] * (dtype == "bool")
+    aligned = arrow_data_ptr(obj) % ALIGNMENT == 0
+    flags = _flags(_is32(obj), False, False, *more)
+    return TensorInfo("pyarrow", dtype, CPU, (total, *dims), "C", False, aligned, flags)
+
+
 def _is32(obj: Any) -> bool:
     import pyarrow as pa
 
     return bool(pa.types.is_list(_arrow_data(obj).type))
 
 
+#: The Arrow plugin's module name: arrow_key() reads its functions from sys.modules (it is
+#: loaded: it asks arrow_key), where an import statement would cost ~1 us a call.
+_ARROW = __name__.rpartition(".")[0].rpartition(".")[0] + ".frameworks.arrow"
+
+
 def arrow_key(obj: Any) -> Any:
-    """Warm-path key of a list array: what :func:`arrow_describe` reads but the alignment."""
-    info = arrow_describe(obj)
-    return (RAGGED, _arrow_data(obj).type, info.readonly, info.flags)
+    """Warm-path key of a list array: what :func:`arrow_describe` reads but the alignment
+    and the shape (dtype, dims, read-only, flags), read straight off its buffers (describing
+    it cost ~28 us a call). Never its type: a FixedSizeList's widths would grow the plan
+    cache, one entry per width (the plan reads dtype, read-only and flags only)."""
+    import numpy as np
+
+    arrow = sys.modules[_ARROW]
+    data = _arrow_data(obj)
+    typ = data.type
+    dtype, dims = arrow.element(typ.value_type)  # ragged(): it converts
+    is32 = arrow_is_list(typ) and typ.id == _pa_list_ids[0]  # (the first fills the ids)
+    if hasattr(data, "num_chunks"):  # a ChunkedArray
+        count = data.num_chunks
+        if count > 1:  # joined by a copy anyway: described whole, all chunks read
+            info = arrow_describe(obj)
+            return (RAGGED, dtype, len(dims), info.readonly, info.flags)
+        arr = data.chunk(0) if count else None
+    else:
+        arr = data
+    if arr is None or not len(arr):
+        return (RAGGED, dtype, len(dims), False, _flags(is32))
+    width = 4 if is32 else 8
+    start = arr.offset * width
+    buf = arr.buffers()[1]
+    offsets = np.frombuffer(buf, np.int32 if is32 else np.int64, len(arr) + 1, start)
+    base, last = int(offsets[0]), int(offsets[-1])
+    child = arr.values
+    nulls = bool(arr.null_count) or (
+        (bool(child.null_count) or bool(dims)) and arrow.has_nulls(child.slice(base, last - base))
+    )
+    more = [NULL_ROWS] * nulls + [PACKED] * (dtype == "bool")
+    flags = _flags(is32, bool(base), (buf.address + start) % ALIGNMENT != 0, *more)
+    ro = last > base and dtype != "bool" and arrow.readonly(child)
+    return (RAGGED, dtype, len(dims), ro, flags)
 
 
 def arrow_data_ptr(obj: Any) -> int:
@@ -436,7 +489,23 @@ def _build(target: str, values: Any, splits: Any) -> Any:
         import tensorflow as tf
 
         return tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+    if target == "pyarrow":
+        return _arrow_list(values, splits)
     return RaggedArray(values, splits)
+
+
+def _arrow_list(values: Any, splits: Any) -> Any:
+    """A List (int32 offsets) or LargeList (int64) array over the Arrow arrays ``values``
+    and ``splits``: their buffers, no copy (the offsets may start past 0: Arrow reads a
+    sliced list array so)."""
+    import pyarrow as pa
+
+    kind = pa.list_ if splits.type == pa.int32() else pa.large_list
+    offsets = splits.buffers()[1]
+    if splits.offset:  # a slice of an offsets array: the buffer from its first entry
+        offsets = offsets.slice(splits.offset * splits.type.bit_width // 8)
+    rows = len(splits) - 1
+    return pa.Array.from_buffers(kind(values.type), rows, [None, offsets], children=[values])
 
 
 def _shareable(values: Any, source: str) -> Any:
@@ -537,6 +606,15 @@ def padded(source: str, target: str) -> Callable[[Any, CallContext], Any]:
         held = aligned_empty(mask.shape, np.bool_)
         np.copyto(held, mask)
         return (result, ctx.to(held, target, device=ctx.device))
+
+    return convert
+
+
+def combined(source: str, target: str) -> Callable[[Any, CallContext], Any]:
+    """A chunked Arrow list column joined into one list array (the one copy)."""
+
+    def convert(obj: Any, ctx: CallContext) -> Any:
+        return _arrow_data(obj).combine_chunks()
 
     return convert
 

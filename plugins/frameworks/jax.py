@@ -20,6 +20,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.examples import ragged_form, sparse_forms
 from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from ..exchange.ragged import RAGGED_TYPE
 from ..kinds.callables import FUNCTIONS
@@ -246,9 +247,12 @@ def key(x: Any) -> Any:
 
 
 def data_ptr(x: Any) -> int:
-    """Address of the first element (single-device arrays; a BCOO/BCSR's first value)."""
+    """Address of the first element (single-device arrays; a BCOO/BCSR's or a RaggedArray's
+    first value)."""
     if is_sparse(x):
         x = x.data
+    elif type(x).__name__ == "RaggedArray":
+        x = x.values
     return int(x.unsafe_buffer_pointer())
 
 
@@ -443,6 +447,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             constructor="jax.numpy.asarray",
             astype=astype,
             flags=_FLAGS,
+            forms=(*sparse_forms("jax"), *ragged_form("jax")),
             read_dtype=read_dtype,
             imports=IMPORTS,
             switches=(X64,),

@@ -124,13 +124,16 @@ def _forget(key: int) -> Any:
 
 def readonly(s: Any) -> bool:
     """Whether a Series' memory (one chunk, no nulls) cannot be written: asked of the memory
-    once per Series object (a Series does not move its buffer to other memory)."""
+    once per Series object. A Series moves to other memory in place only into memory polars
+    allocates (``rechunk``, ``extend``, ``scatter``: writable), or, empty, by taking the
+    chunk it is appended (which may be a read-only map): an empty one is never kept."""
     entry = _probed.get(id(s))
     if entry is not None and entry[0]() is s:
         return entry[1]
-    x = s.to_numpy(allow_copy=False)
+    x = _numpy_of(s, allow_copy=False)
     found = not writable_memory(x.ctypes.data, x.nbytes)
-    _probed[id(s)] = (weakref.ref(s, _forget(id(s))), found)
+    if x.nbytes:  # (an empty Series' answer costs nothing to ask again)
+        _probed[id(s)] = (weakref.ref(s, _forget(id(s))), found)
     return found
 
 
@@ -172,7 +175,7 @@ def key(s: Any) -> Any:
 
 def _address(s: Any) -> int:
     """Address of a plain Series' first element (0 when empty)."""
-    return int(s.to_numpy(allow_copy=False).ctypes.data) if len(s) else 0
+    return int(_numpy_of(s, allow_copy=False).ctypes.data) if len(s) else 0
 
 
 def describe(s: Any) -> TensorInfo:
@@ -204,11 +207,29 @@ def data_ptr(s: Any) -> int:
     return _address(s)
 
 
+#: (polars' Series class, its ``to_numpy`` as polars defines it): filled on first use.
+_to_numpy: tuple[type, Any] | None = None
+
+
+def _numpy_of(s: Any, allow_copy: bool = True) -> Any:
+    """``s.to_numpy(allow_copy=)``, without the decorator polars wraps it in to refuse
+    parameters it removed (~1.3 us a call: more than the view itself). A subclass of
+    Series, which may override the method, is asked through its own."""
+    global _to_numpy
+    if _to_numpy is None:
+        series = sys.modules["polars"].Series  # imported: s is its object
+        method = series.to_numpy
+        _to_numpy = (series, getattr(method, "__wrapped__", method))
+    if type(s) is _to_numpy[0]:
+        return _to_numpy[1](s, allow_copy=allow_copy)
+    return s.to_numpy(allow_copy=allow_copy)
+
+
 def view(s: Any) -> Any:
     """polars' own read-only numpy view of a Series in one chunk without nulls, of a dtype
     it shares (zero-copy: tests check the pointers; ``allow_copy=False`` would cost 0.3 us
     a call to say so again)."""
-    return s.to_numpy()
+    return _numpy_of(s)
 
 
 def copy(s: Any) -> Any:

@@ -41,6 +41,7 @@ from interop_core.plugin import (
     ConversionError,
     ConverterSpec,
     Flag,
+    Form,
     FrameworkNotInstalledError,
     FrameworkSpec,
     TensorInfo,
@@ -255,6 +256,34 @@ def data_ptr(t: FileTensor) -> int:
     return _address(t)
 
 
+_EXAMPLES: list[str] = []
+
+
+def example(values: Any, dtype: str) -> pathlib.Path:
+    """A file of two tensors "a" and "b" holding ``values`` as ``dtype`` (the conformance
+    kit's ``Form``: the second starts where the first ends, often not 64-byte aligned), in
+    a directory removed when the process exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from .numpy import example as numpy_example
+
+    if not _EXAMPLES:
+        _EXAMPLES.append(tempfile.mkdtemp(prefix="interop-safetensors-"))
+        atexit.register(shutil.rmtree, _EXAMPLES[0], True)
+    raw = numpy_example(values, dtype).tobytes()
+    code = {v: k for k, v in DTYPES.items()}[dtype]
+    shape = list(numpy_example(values, dtype).shape)
+    header = {name: {"dtype": code, "shape": shape, "data_offsets": [i * len(raw),
+              (i + 1) * len(raw)]} for i, name in enumerate(("a", "b"))}  # fmt: skip
+    head = json.dumps(header).encode()
+    head += b" " * (-(8 + len(head)) % ALIGNMENT)  # "a" at a 64-byte boundary of the mapping
+    path = pathlib.Path(_EXAMPLES[0]) / f"{len(os.listdir(_EXAMPLES[0]))}{SUFFIX}"
+    path.write_bytes(struct.pack("<Q", len(head)) + head + raw + raw)
+    return path
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """safetensors files (a pathlib.Path) and their tensors: a source, read through numpy."""
@@ -265,7 +294,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             name=NAME, array_types=(f"{__name__}.FileTensor",), claims=is_path,
             describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
             dtypes=frozenset(DTYPES.values()), install_hint="pip install numpy", target=False,
-            snapshot=snapshot,
+            snapshot=snapshot, forms=(Form("file", build=example),),
             flags=(Flag(MISALIGNED, "its bytes do not start at a multiple of its element "
                         "size (a hand-made file), so no framework views it: one copy"),),
         )

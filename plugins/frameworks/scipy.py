@@ -22,6 +22,8 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.examples import sparse_forms
+
 #: scipy.sparse computes in none of these (its kernels reject float16: "Output dtype not
 #: compatible with inputs").
 _NO_DTYPES = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})
@@ -141,5 +143,6 @@ def interop_frameworks() -> list[FrameworkSpec]:
             constructor="scipy.sparse.coo_array",
             astype=astype,
             flags=_FLAGS,
+            forms=sparse_forms("scipy"),
         )
     ]

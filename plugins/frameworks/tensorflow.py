@@ -19,6 +19,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.examples import ragged_form, sparse_forms
 from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from ..kinds.callables import FUNCTIONS
 
@@ -115,7 +116,7 @@ def data_ptr(t: Any) -> int:
     """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
     import tensorflow as tf
 
-    if is_sparse(t):  # a SparseTensor's first value
+    if is_sparse(t) or type(t).__name__ == "RaggedTensor":  # its first value
         t = t.values
     return capsule_address(tf.experimental.dlpack.to_dlpack(t))
 
@@ -225,6 +226,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
                 ),
                 *RAGGED_FLAGS,
             ),
+            forms=(*sparse_forms("tensorflow", ("coo",)), *ragged_form("tensorflow")),
             read_dtype=read_dtype,
         ),
         FrameworkSpec(

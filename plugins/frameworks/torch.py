@@ -22,6 +22,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..exchange.examples import ragged_form, sparse_forms
 from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from ..kinds.callables import FUNCTIONS
 
@@ -254,8 +255,19 @@ def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def data_ptr(t: Any) -> int:
-    """Address of the first element."""
-    return int(t.data_ptr())
+    """Address of the first element (a sparse tensor's first stored value, a jagged
+    tensor's first row's first value)."""
+    if t.is_nested:  # its own data_ptr() is 0
+        values, offsets = t.values(), t.offsets()
+        base = int(offsets[0]) if len(offsets) else 0
+        return int(values.data_ptr()) + base * values[:1].numel() * values.element_size()
+    try:
+        return int(t.data_ptr())
+    except RuntimeError:  # sparse tensors have no storage of their own: their values do
+        values = sparse_buffers(t)
+        if not values:
+            raise
+        return int(values[0].data_ptr())
 
 
 def example(data: Any, dtype: str) -> Any:
@@ -425,6 +437,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             astype=astype,
             imports=IMPORTS,
             flags=_FLAGS,
+            forms=(*sparse_forms("torch"), *ragged_form("torch")),
             read_dtype=read_dtype,
             example_view=example_view,
             ordinary=(_ORDINARY,),
