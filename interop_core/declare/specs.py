@@ -190,6 +190,9 @@ class TensorInfo(NamedTuple):
     readonly: bool
     aligned: bool
     flags: frozenset[str] = frozenset()
+    #: Bytes its buffers hold where the shape does not say (a sparse array: its values and
+    #: indices, not the dense size); -1: the shape times the item size.
+    stored: int = -1
 
     @property
     def itemsize(self) -> int:
@@ -198,7 +201,10 @@ class TensorInfo(NamedTuple):
 
     @property
     def nbytes(self) -> int:
-        """Bytes the elements occupy (a broadcast view counts its logical size)."""
+        """Bytes the elements occupy (a broadcast view counts its logical size), or what a
+        sparse array's buffers hold (``stored``)."""
+        if self.stored >= 0:
+            return self.stored
         n = self.itemsize
         for d in self.shape:
             n *= d
@@ -610,6 +616,9 @@ class ConverterSpec:
     #: The note is about the memory the step's result shares (an alias, a read-only view):
     #: a copy later in the route makes it moot, and ``Route.notes`` then leaves it out.
     memory_note: bool = False
+    #: For an edge that copies part of the object and shares the rest: what it copies ("the
+    #: row splits"), which explain() names instead of counting the whole object's bytes.
+    copies: str = ""
     #: The kind of object the edge converts.
     kind: str = ARRAY
     #: The kind of its result, when it differs ("" for the same): a pipeline edge's

@@ -66,6 +66,9 @@ class Step(NamedTuple):
     #: share ("bridge" for functions; "" for nothing): its Kind's ``label``. None: the
     #: step copies or shares memory, and says which ("zero-copy", "COPY (note)").
     label: str | None = None
+    #: What a step that copies part of the object copies (``ConverterSpec.copies``); "" for
+    #: the whole object (or no copy).
+    copies: str = ""
 
     def __str__(self) -> str:
         head = f"{self.source} -> {self.target}: {self.converter} [{self.plugin}]"
@@ -84,7 +87,8 @@ class Route(NamedTuple):
     steps: tuple[Step, ...]
     #: Steps that copy; 0 means the result shares the input's memory.
     copies: int
-    #: Bytes the copies move (copies x the array's bytes), when the array is known.
+    #: Bytes the copies of the whole array move (those copies x its bytes), when the array is
+    #: known; steps that copy a part say which (``Step.copies``), uncounted.
     bytes_copied: int = 0
     #: Why zero-copy edges were refused along the way (for routes that copy).
     refused: tuple[RefusedEdge, ...] = ()
@@ -107,7 +111,13 @@ class Route(NamedTuple):
             return f"{self.kind} in {len(self.steps)} step(s)"
         if self.zero_copy:
             return f"zero-copy in {len(self.steps)} step(s)"
-        return f"{self.copies} copy(ies), {self.bytes_copied} bytes copied"
+        parts = list(dict.fromkeys(s.copies for s in self.steps if s.copies))
+        copied = f"{self.copies} copy(ies)"
+        if not parts:
+            return f"{copied}, {self.bytes_copied} bytes copied"
+        if self.copies > sum(bool(s.copies) for s in self.steps):
+            return f"{copied}, {self.bytes_copied} bytes copied and {', '.join(parts)}"
+        return f"{copied}: {', '.join(parts)}"
 
     def summary(self) -> str:
         """The route on one line: where from and to, what it copies, its converters."""
@@ -570,7 +580,7 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
         return Step(
             e.name, e.plugin, name(key.framework, key.device),
             kinds.get(after.kind, kind).node_name(after.framework, after.device),
-            e.zero_copy, e.note, e.kind, label,
+            e.zero_copy, e.note, e.kind, label, "" if e.zero_copy else e.copies,
         )  # fmt: skip
 
     steps = tuple(step(*p) for p in path)
@@ -610,7 +620,7 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
         target=goal_kind.node_name(goal.framework, goal.device),
         steps=steps,
         copies=copies,
-        bytes_copied=copies * nbytes,
+        bytes_copied=(copies - sum(bool(s.copies) for s in steps)) * nbytes,
         refused=why if copies and not moved else (),
         notes=notes,
         refusals=tuple(found.refused),

@@ -204,7 +204,7 @@ def _between(source: str, target: str) -> list[ConverterSpec]:
             _edge(f"{source} ragged -> {target} (row splits copied)", source, target,
                   "splits_copied", False,
                   _values_rules(target, extra=_not_asked_to_copy), _SPLITS_NOTE,
-                  keeps_flags=_KEEPS, cost=3.0,
+                  keeps_flags=_KEEPS, cost=3.0, copies="the row splits",
                   # The values keep their alignment (checked for jax and tensorflow).
                   aligned_result=None if target != "torch" else False)
         )  # fmt: skip
@@ -276,7 +276,8 @@ def interop_converters() -> list[ConverterSpec]:
     edges += [
         _edge(f"{source} ragged padded (ragged='pad') into {target}", source, target, "padded",
               False, Needs(flags=frozenset({RAGGED}), no_flags=_OTHER), _PAD_NOTE,
-              opt_in="ragged", adds_flags=frozenset({PADDED}), cost=5.0)
+              opt_in="ragged", adds_flags=frozenset({PADDED}), cost=5.0,
+              copies="the rows, padded to the longest")
         for source in SOURCES for target in PAD_TARGETS
     ]  # fmt: skip
     # A dense array in a call that asks ragged="pad" (a batch of ragged and dense arrays):

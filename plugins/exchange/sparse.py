@@ -144,7 +144,7 @@ def _across() -> list[ConverterSpec]:
               _needs("coo", extra=writable),
               "indices copied: scipy keeps one index array per dimension, torch COO one "
               "(ndim, nnz) int64 tensor; values shared",
-              _f("sparse", "coo", "int64_indices"), _CANON, context=True),
+              _f("sparse", "coo", "int64_indices"), _CANON, context=True, copies="the indices"),
         _edge("scipy COO as torch COO (read-only values)", "scipy", "torch",
               "scipy_coo_to_torch_copy", False, _needs("coo", extra=readonly),
               "indices stacked into torch's (ndim, nnz) int64 tensor and values copied: they "
@@ -175,7 +175,7 @@ def _across() -> list[ConverterSpec]:
               _needs("coo", aligned=True, writable=True),
               "indices copied: stacked into BCOO's (nnz, ndim) layout (int32 unless "
               "jax_enable_x64 is on); values shared",
-              _f("sparse", "coo"), _CANON, context=True),
+              _f("sparse", "coo"), _CANON, context=True, copies="the indices"),
         _edge("scipy COO into BCOO (values copied)", "scipy", "jax", "scipy_coo_to_jax", False,
               _needs("coo", extra=_only(lambda k: k.readonly or not k.aligned,
                                         "unaligned or read-only values")),
@@ -194,7 +194,7 @@ def _across() -> list[ConverterSpec]:
                   _needs(layout, "canonical", aligned=True, no_readonly=True),
                   f"indices copied into TensorFlow's (nnz, ndim) int64 layout{rows}; values "
                   "shared",
-                  _f("sparse", "coo", "int64_indices"), context=True)
+                  _f("sparse", "coo", "int64_indices"), context=True, copies="the indices")
             for layout, rows in (("coo", ""), ("csr", " (CSR rows expanded)"))
         ),
         *(
@@ -261,6 +261,7 @@ def _inside() -> list[ConverterSpec]:
             extra,
             cost=5.0,
             aligned_result=False if fw == "scipy" else None,
+            copies="every element, into a dense array",
             **densify,
         )
         for name, fw, target, fn, accepts, extra in (

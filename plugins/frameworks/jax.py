@@ -98,6 +98,11 @@ def sparse_flags(x: Any) -> frozenset[str]:
     return frozenset(flags)
 
 
+def _indptr(x: Any) -> tuple[Any, ...]:
+    """A BCSR's row pointers (none for a BCOO)."""
+    return (x.indptr,) if hasattr(x, "indptr") else ()
+
+
 def _sparse_key(x: Any) -> Any:
     """Warm-path key of a BCOO/BCSR: class, dtypes, layout and the data's device."""
     return (
@@ -117,6 +122,7 @@ def describe(x: Any) -> TensorInfo:
             framework="jax", dtype=str(x.dtype), device=as_device(next(iter(x.data.devices()))),
             shape=tuple(x.shape), layout="C", readonly=False, aligned=True,
             flags=sparse_flags(x),
+            stored=sum(int(b.nbytes) for b in (x.data, x.indices, *_indptr(x))),
         )  # fmt: skip
     shape = tuple(x.shape)
     flags: set[str] = set()

@@ -91,7 +91,19 @@ def describe(m: Any) -> TensorInfo:
         readonly=readonly,
         aligned=_aligned(m),
         flags=flags(m),
+        stored=_stored(m),
     )
+
+
+def _stored(m: Any) -> int:
+    """Bytes the numpy arrays of ``m`` hold (values, indices); -1 for LIL and DOK, whose
+    entries are Python objects."""
+    if m.format in ("lil", "dok"):
+        return -1
+    names = ("data", "indices", "indptr", "offsets")
+    parts: list[Any] = [getattr(m, name) for name in names if hasattr(m, name)]
+    parts += list(getattr(m, "coords", ()))
+    return sum(int(p.nbytes) for p in parts)
 
 
 def data_ptr(m: Any) -> int:

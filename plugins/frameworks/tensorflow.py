@@ -71,7 +71,16 @@ def _describe_sparse(t: Any) -> TensorInfo:
         framework="tensorflow", dtype=t.dtype.name, device=device_of(t.values.device),
         shape=tuple(int(d) for d in t.shape), layout="C", readonly=False, aligned=True,
         flags=frozenset({"sparse", "coo", "int64_indices"}),
+        stored=_nbytes(t.values) + _nbytes(t.indices),
     )  # fmt: skip
+
+
+def _nbytes(t: Any) -> int:
+    """Bytes an eager tensor's elements occupy (read from its shape and dtype)."""
+    n = t.dtype.size
+    for d in t.shape:
+        n *= int(d)
+    return int(n)
 
 
 def describe(t: Any) -> TensorInfo:

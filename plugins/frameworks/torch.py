@@ -181,7 +181,14 @@ def describe(t: Any) -> TensorInfo:
         readonly=False,
         aligned=dtensor or (t.data_ptr() % ALIGNMENT == 0 if dense else _sparse_aligned(t)),
         flags=dtensor_flags(t) if dtensor else _flags(t),
+        stored=-1 if dense else _stored(t),
     )
+
+
+def _stored(t: Any) -> int:
+    """Bytes a COO or CSR tensor's values and indices hold (-1 for other layouts)."""
+    parts = sparse_buffers(t)
+    return sum(p.numel() * p.element_size() for p in parts) if parts else -1
 
 
 # key() and aligned_key() are spelled out separately: they run on every warm call, where a
