@@ -199,12 +199,7 @@ class FormChecks:
         shape and values; returns its PlanKey (recorded in the key table when the framework
         under test owns it)."""
         x, spec, form, label = case.x, case.spec, case.form, case.label
-        owner = self.kit.owner(x)
-        if owner is None or owner.name != spec.name:
-            self.fail(
-                f"{label} is a {type(x).__qualname__}, detected as "
-                f"{owner.name if owner else 'no framework'!r}, not {spec.name!r}"
-            )
+        self.owned(x, spec, label)
         info = self.kit.call(f"describe({label})", lambda: spec.describe(x))
         if info.framework != spec.name:
             self.fail(f"describe({label}).framework is {info.framework!r}, not {spec.name!r}")
@@ -227,6 +222,13 @@ class FormChecks:
         if spec is self.spec:
             self.kit.record_key(case, pk)  # type: ignore[arg-type]
         return pk
+
+    def owned(self, x: Any, spec: FrameworkSpec, label: str) -> None:
+        """``x`` (built or returned as ``label``) must be detected as ``spec``'s."""
+        owner = self.kit.owner(x)
+        if owner is None or owner.name != spec.name:
+            found = repr(owner.name) if owner else "no framework"
+            self.fail(f"{label} is a {type(x).__qualname__} of {found}, not of {spec.name!r}")
 
     def check_read(self, case: Flagged, expected: list[Any]) -> None:
         form, label = case.form, case.label
@@ -252,12 +254,7 @@ class FormChecks:
     def result(self, case: Flagged, other: FrameworkSpec, y: Any, label: str) -> Flagged:
         """``y``, the result of converting ``case`` into ``other``, checked as a flagged
         object of one of ``other``'s forms."""
-        owner = self.kit.owner(y)
-        if owner is None or owner.name != other.name:
-            self.fail(
-                f"{label} returned a {type(y).__qualname__} "
-                f"({owner.name if owner else 'no framework'}), not a {other.name} array"
-            )
+        self.owned(y, other, label)
         info = self.kit.call(f"describe() of {label}", lambda: other.describe(y))
         form = form_of(other, info.flags)
         if form is None:
@@ -399,9 +396,7 @@ class FormChecks:
             return
         what = f"to({case.label}, {other.name!r}, {shown})"
         y = self.kit.call(what, lambda: to(case.x, other.name, **options))
-        owner = self.kit.owner(y)
-        if owner is None or owner.name != other.name:
-            self.fail(f"{what} returned a {type(y).__qualname__}, not a {other.name} array")
+        self.owned(y, other, what)
         info = other.describe(y)
         if info.dtype != case.dtype:
             self.fail(f"{what} has dtype {info.dtype}, not {case.dtype}")

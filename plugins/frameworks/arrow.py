@@ -215,7 +215,11 @@ def readonly(arr: Any) -> bool:
     """Whether Arrow holds the memory of an Array's data immutable at its root (see the
     module's docstring)."""
     leaf, _ = _leaf(arr)
-    buf = leaf.buffers()[1]
+    return _immutable(leaf.buffers()[1])
+
+
+def _immutable(buf: Any) -> bool:
+    """Whether Arrow holds the memory of ``buf`` (None: no buffer) immutable at its root."""
     if buf is None:
         return False
     while buf.parent is not None:
@@ -357,12 +361,7 @@ def _chunked_type() -> Any:
 
 def _readonly_primitive(arr: Any) -> bool:
     """:func:`readonly` of an Array of a primitive type (its data buffer is its own)."""
-    buf = arr.buffers()[1]
-    if buf is None:
-        return False
-    while buf.parent is not None:
-        buf = buf.parent
-    return not buf.is_mutable
+    return _immutable(arr.buffers()[1])
 
 
 def aligned_key(obj: Any) -> Any:
