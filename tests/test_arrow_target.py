@@ -26,6 +26,7 @@ from interop_core import (
 from interop_core.testing import framework_of
 
 np = need("numpy")
+need("pyarrow")  # every test converts into Arrow
 
 ROWS = [[1.0, 2.0, 3.0], [], [4.0, 5.0], [6.0]]
 VALUES = [v for row in ROWS for v in row]
