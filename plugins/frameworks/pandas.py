@@ -162,7 +162,7 @@ def _held(s: Any) -> Any:
     public calls: an Arrow or nullable Series, a numpy subclass, another pandas version)."""
     import numpy as np
 
-    x = getattr(s, "_values", None)
+    x: Any = getattr(s, "_values", None)
     if type(x) is not np.ndarray:
         return None
     dtype = x.dtype
