@@ -454,7 +454,7 @@ class _Kit:
                 f"{'' if ptr % ALIGNMENT == 0 else 'not '}{ALIGNMENT}-byte aligned"
             )
         self.check_values(case)
-        self.record_key(case, info.plan_key())
+        self.record_key(case.x, case.label, info.plan_key())
 
     def check_view(self, info: Any, ptr: int, view: ProtocolView, label: str) -> None:
         """describe() and data_ptr() against what a standard protocol says."""
@@ -531,10 +531,10 @@ class _Kit:
 
     # -- the key ------------------------------------------------------------------------
 
-    def record_key(self, case: Case, pk: PlanKey) -> None:
-        """Remember key() and aligned_key() of ``case`` (an array of the framework under test,
-        described as ``pk``); two arrays with one key must plan alike."""
-        spec, x, label = self.spec, case.x, case.label
+    def record_key(self, x: Any, label: str, pk: PlanKey) -> None:
+        """Remember key() and aligned_key() of ``x`` (an object of the framework under test,
+        described as ``pk``, named ``label``); two objects with one key must plan alike."""
+        spec = self.spec
         for fn_name, fn, table, plan_key in (
             ("key", spec.key, self.keys, pk._replace(traits=pk.traits._replace(aligned=False))),
             ("aligned_key", spec.aligned_key, self.aligned_keys, pk),
@@ -712,7 +712,7 @@ class _Kit:
             self.check_shared(case, result, not copy, f"copy={copy}")
         self.check_claims(case, result, route, copy)
         if keyed:
-            self.record_key(result, target.describe(y).plan_key())
+            self.record_key(result.x, result.label, target.describe(y).plan_key())
         return result
 
     def check_claims(

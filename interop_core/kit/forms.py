@@ -220,7 +220,7 @@ class FormChecks:
         self.check_read(case, expected)
         pk = info.plan_key()
         if spec is self.spec:
-            self.kit.record_key(case, pk)  # type: ignore[arg-type]
+            self.kit.record_key(x, label, pk)
         return pk
 
     def owned(self, x: Any, spec: FrameworkSpec, label: str) -> None:
