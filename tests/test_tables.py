@@ -393,6 +393,52 @@ def test_polars_series_and_frame(torch: Any, jax: Any) -> None:
     assert explain(unaligned, "jax").copies == 1 and to(unaligned, "jax").tolist()[:2] == [0, 1]
 
 
+def test_polars_series_are_read_alike_through_polars_rust_series_or_their_methods(
+    torch: Any, monkeypatch: Any
+) -> None:
+    # A plain Series is asked through the Rust series it wraps (faster); a subclass, or a
+    # polars whose Rust series answers otherwise, through the Series' methods: same keys,
+    # same views, and changes made in place are seen either way.
+    pl = need("polars")
+    from interop_plugins.frameworks import polars as plugin
+
+    class Column(pl.Series):
+        pass
+
+    def cases() -> list[Any]:
+        data = [float(i) for i in range(2000)]
+        return [
+            pl.Series("f", data, dtype=pl.Float32),
+            Column("sub", data, dtype=pl.Float32),
+            pl.Series("n", [1.0, None, 3.0]),
+            pl.concat([pl.Series("c", [1, 2]), pl.Series("c", [3])], rechunk=False),
+            pl.Series("a", [[1.0, 2.0], [3.0, 4.0]], dtype=pl.Array(pl.Float64, 2)),
+            pl.Series("b", [True, False]),
+        ]
+
+    def seen(s: Any) -> tuple[Any, int | None]:
+        plain = s.n_chunks() == 1 and not s.has_nulls() and s.dtype != pl.Boolean
+        return plugin.key(s), np_ptr(plugin.view(s)) if plain else None
+
+    fast = [seen(s) for s in cases()]
+    assert plugin._wrapped is pl.Series  # polars installed here answers as checked
+    assert plugin._inner(cases()[1]) is None  # a subclass is asked through its methods
+    monkeypatch.setattr(plugin, "_wrapped", False)
+    slow = [seen(s) for s in cases()]
+    assert [k for k, _ in fast] == [k for k, _ in slow]
+    monkeypatch.undo()
+    for s in cases():
+        if seen(s)[1] is not None:
+            assert seen(s)[1] == np_ptr(s.to_numpy())
+            assert to(s, "torch").data_ptr() == np_ptr(s.to_numpy())
+    grown = pl.Series("g", [1.0, 2.0])
+    assert to(grown, "torch").tolist() == [1.0, 2.0]
+    grown.append(pl.Series("g", [None]))  # in place: a second chunk, with a null
+    assert plugin.key(grown)[1:3] == (True, True)
+    with pytest.raises(ConversionError, match="'g'"):
+        to(grown, "torch")
+
+
 def test_polars_array_chunks_nulls_and_strings(torch: Any) -> None:
     pl = need("polars")
     arr = pl.Series("arr", [[1.0, 2.0], [3.0, 4.0]], dtype=pl.Array(pl.Float64, 2))

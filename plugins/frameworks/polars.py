@@ -153,7 +153,11 @@ def is_frame(obj: Any) -> bool:
 def key(s: Any) -> Any:
     """Warm-path key: the dtype (its class, for all but Array), nulls, chunks, read-only.
     (Never asked of a DataFrame: it converts through its snapshot.)"""
-    dtype = s.dtype
+    inner = _inner(s)
+    if inner is None:
+        dtype, chunks, nulls = s.dtype, s.n_chunks(), s.has_nulls()
+    else:
+        dtype, chunks, nulls = inner.dtype(), inner.n_chunks(), inner.has_nulls()
     cls = type(dtype)
     name = _plain.get(cls)
     if name is None:
@@ -167,10 +171,40 @@ def key(s: Any) -> Any:
         # read the shape: one per width would grow the plan cache without bound).
         return ((found[0], len(found[1])), *_state(s, found))
     # The common case spelled out (a call less on every warm conversion).
-    if s.n_chunks() > 1:
-        return (cls, s.has_nulls(), True, False)
-    nulls = s.has_nulls()
+    if chunks > 1:
+        return (cls, nulls, True, False)
     return (cls, nulls, False, not nulls and name != "bool" and readonly(s))
+
+
+#: polars' Series class, when the object it wraps (``Series._s``, polars' Rust series)
+#: answers ``dtype()``, ``n_chunks()``, ``has_nulls()`` and ``to_numpy_view()`` as the
+#: Series' own methods do (they are one-line calls of it): checked on first use; False when
+#: it does not.
+_wrapped: Any = None
+
+
+def _inner(s: Any) -> Any:
+    """The Rust series behind a plain ``pl.Series``, or None: a subclass (which may override
+    the methods) or a polars whose series does not answer as checked. Asking it directly
+    saves ~0.2-0.9 us a question: the public wrappers cost more than the answers."""
+    global _wrapped
+    if _wrapped is None:
+        _wrapped = _check_wrapped()
+    return s._s if type(s) is _wrapped else None
+
+
+def _check_wrapped() -> type | bool:
+    """polars' Series class if the Rust series behind one answers as the Series does."""
+    series = sys.modules["polars"].Series  # imported: a Series is being converted
+    try:
+        plain, nulls = series([1.0, 2.0]), series([1.0, None])
+        inner = plain._s
+        asked = (inner.dtype(), inner.n_chunks(), inner.has_nulls(), nulls._s.has_nulls())
+        same = asked == (plain.dtype, plain.n_chunks(), False, True)
+        same = same and inner.to_numpy_view().ctypes.data == plain.to_numpy().ctypes.data
+    except Exception:  # another polars: the public methods are asked
+        return False
+    return series if same else False
 
 
 def _address(s: Any) -> int:
@@ -229,7 +263,9 @@ def view(s: Any) -> Any:
     """polars' own read-only numpy view of a Series in one chunk without nulls, of a dtype
     it shares (zero-copy: tests check the pointers; ``allow_copy=False`` would cost 0.3 us
     a call to say so again)."""
-    return _numpy_of(s)
+    inner = _inner(s)
+    found = None if inner is None else inner.to_numpy_view()  # None: not one plain chunk
+    return _numpy_of(s) if found is None else found
 
 
 def copy(s: Any) -> Any:
