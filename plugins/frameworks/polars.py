@@ -153,11 +153,12 @@ def is_frame(obj: Any) -> bool:
 def key(s: Any) -> Any:
     """Warm-path key: the dtype (its class, for all but Array), nulls, chunks, read-only.
     (Never asked of a DataFrame: it converts through its snapshot.)"""
-    inner = _inner(s)
-    if inner is None:
-        dtype, chunks, nulls = s.dtype, s.n_chunks(), s.has_nulls()
-    else:
+    if type(s) is _wrapped:  # polars' own Series: asked through its Rust series
+        inner = s._s
         dtype, chunks, nulls = inner.dtype(), inner.n_chunks(), inner.has_nulls()
+    else:
+        _check_wrapped()
+        dtype, chunks, nulls = s.dtype, s.n_chunks(), s.has_nulls()
     cls = type(dtype)
     name = _plain.get(cls)
     if name is None:
@@ -176,25 +177,19 @@ def key(s: Any) -> Any:
     return (cls, nulls, False, not nulls and name != "bool" and readonly(s))
 
 
-#: polars' Series class, when the object it wraps (``Series._s``, polars' Rust series)
-#: answers ``dtype()``, ``n_chunks()``, ``has_nulls()`` and ``to_numpy_view()`` as the
-#: Series' own methods do (they are one-line calls of it): checked on first use; False when
-#: it does not.
+#: polars' Series class, when the Rust series it wraps (``Series._s``) answers ``dtype()``,
+#: ``n_chunks()``, ``has_nulls()`` and ``to_numpy_view()`` as the Series' own methods do
+#: (one-line calls of it): asked directly, it saves ~0.2-0.9 us a question, the public
+#: wrappers costing more than the answers. Checked on first use (False when it does not);
+#: a subclass, which may override the methods, is asked through them.
 _wrapped: Any = None
 
 
-def _inner(s: Any) -> Any:
-    """The Rust series behind a plain ``pl.Series``, or None: a subclass (which may override
-    the methods) or a polars whose series does not answer as checked. Asking it directly
-    saves ~0.2-0.9 us a question: the public wrappers cost more than the answers."""
+def _check_wrapped() -> None:
+    """Set ``_wrapped`` once: polars' Series class if its Rust series answers as checked."""
     global _wrapped
-    if _wrapped is None:
-        _wrapped = _check_wrapped()
-    return s._s if type(s) is _wrapped else None
-
-
-def _check_wrapped() -> type | bool:
-    """polars' Series class if the Rust series behind one answers as the Series does."""
+    if _wrapped is not None:
+        return
     series = sys.modules["polars"].Series  # imported: a Series is being converted
     try:
         plain, nulls = series([1.0, 2.0]), series([1.0, None])
@@ -203,8 +198,8 @@ def _check_wrapped() -> type | bool:
         same = asked == (plain.dtype, plain.n_chunks(), False, True)
         same = same and inner.to_numpy_view().ctypes.data == plain.to_numpy().ctypes.data
     except Exception:  # another polars: the public methods are asked
-        return False
-    return series if same else False
+        same = False
+    _wrapped = series if same else False
 
 
 def _address(s: Any) -> int:
@@ -263,8 +258,7 @@ def view(s: Any) -> Any:
     """polars' own read-only numpy view of a Series in one chunk without nulls, of a dtype
     it shares (zero-copy: tests check the pointers; ``allow_copy=False`` would cost 0.3 us
     a call to say so again)."""
-    inner = _inner(s)
-    found = None if inner is None else inner.to_numpy_view()  # None: not one plain chunk
+    found = s._s.to_numpy_view() if type(s) is _wrapped else None  # None: not viewable
     return _numpy_of(s) if found is None else found
 
 
