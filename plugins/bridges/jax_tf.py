@@ -26,6 +26,7 @@ from interop_core.plugin import (
 )
 
 from .shared import SignatureCache, function_edge, function_name, is_forward_mode
+from .tf_shapes import value_dependent_op
 
 #: How many input signatures a tf->jax function keeps traced call_tf wrappers for.
 _TRACED_CACHE = 64
@@ -434,7 +435,17 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
         if not any(_is_tracer(x) for x in flat):
             # Direct TF call: zero-copy in and out (call_tf would copy the inputs on CPU).
             args_tf, kwargs_tf = _to_or_keep(to, (args, kwargs), "tensorflow")
-            out = _checked_outputs(fn(*args_tf, **kwargs_tf), name)
+            try:
+                result = fn(*args_tf, **kwargs_tf)
+            except InteropError:
+                raise
+            except Exception as exc:  # TensorFlow's own error, kept as the cause
+                raise ConversionError(
+                    f"TensorFlow function {name!r} failed when called on concrete arrays: "
+                    f"{type(exc).__name__}: {_first_line(exc)}\nThe error is TensorFlow's "
+                    "(see its cause): call the function with inputs it accepts."
+                ) from exc
+            out = _checked_outputs(result, name)
             if given:  # what call_tf checks under jax.jit, checked here too
                 _check_declared(out, declared, name)
             return _to_or_keep(to, out, "jax")
@@ -606,6 +617,13 @@ def _checked_outputs(out: Any, name: str) -> Any:
             # A TensorArray returned inside a graph (under jax.jit) is a variant tensor.
             kind = "variant tensor (a tf.TensorArray, a tf.data.Dataset, ...)"
             advice = "Return dense tensors: arr.stack() (or arr.concat()) for a TensorArray."
+        elif isinstance(leaf, (tf.Tensor, tf.Variable)) and leaf.dtype == tf.string:
+            kind = "string tensor (tf.string)"
+            advice = (
+                "Return numbers instead (tf.strings.to_number, ids from a tf.lookup table, "
+                "tf.strings.unicode_decode's code points), or call the TensorFlow function "
+                "itself where you need its strings."
+            )
         else:
             continue
         raise ConversionError(
@@ -613,6 +631,12 @@ def _checked_outputs(out: Any, name: str) -> Any:
             f"JAX takes dense tensors only. {advice}"
         )
     return out
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (TensorFlow and JAX append pages of context)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _shape_key(x: Any) -> tuple[Any, ...]:
@@ -670,9 +694,11 @@ def _infer_outputs(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: str)
         # XLA gives such a dimension only its bound (x[0:x[1]] of 3 values: 3); taking it
         # as the size would return padding as data.
         where = ", ".join(f"output {i} (TensorFlow's shape {shape})" for i, shape in dynamic)
+        op = value_dependent_op(tf.function(tf_flat, autograph=False), tuple(specs), {})
         raise ConversionError(
             f"TensorFlow function {name!r} cannot run under jax.jit: the shape of {where} "
-            f"depends on the input values, for inputs {specs}.\nUnder jax.jit every shape "
+            f"depends on the input values{f' (its {op})' if op else ''}, for inputs "
+            f"{specs}.\nUnder jax.jit every shape "
             "must follow from the input shapes. Call the function outside jax.jit (concrete "
             "calls run it directly), or return a fixed-size result (e.g. padded, with its "
             "length)."

@@ -14,15 +14,24 @@ call_tf route from the start. tf2jax is imported only when a function is convert
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from interop_core.plugin import CallContext, ConversionError, ConverterSpec, Needs, hookimpl
+from interop_core.plugin import (
+    CallContext,
+    ConversionError,
+    ConverterSpec,
+    InteropError,
+    Needs,
+    hookimpl,
+)
 
 from .jax_tf import tf_to_jax
 from .shared import SignatureCache, function_edge, function_name
+from .tf_shapes import static_shapes, value_dependent_op
 
 _ASKED_CALL_TF = "output_shape_dtype= was passed: it declares call_tf's outputs, so call_tf runs it"
 #: Conversions kept per function (one per input signature).
@@ -57,6 +66,19 @@ def _specs(tree: Any) -> Any:
 def _is_array(x: Any) -> bool:
     """An array leaf (jax, numpy, a TensorSpec): the rest are Python values."""
     return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _traced(tree: Any) -> bool:
+    """Whether a leaf of ``tree`` is a JAX tracer (the call runs under a transformation)."""
+    import jax
+
+    return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (JAX and tf2jax append pages of context)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 #: Operations that write a variable: tf2jax returns the new values beside the outputs, which a
@@ -115,19 +137,41 @@ def blocking_operations(fn: Any) -> str | None:
             f"{function_name(fn)}: it has no JAX translation for them"
         )
     writes = sorted(found & _WRITES)
-    return _writes_reason(writes) if writes else None
+    if writes:
+        return _writes_reason(writes)
+    op = value_dependent_op(fn, tuple(signature), {}) if static_shapes(tuple(signature)) else ""
+    if op:
+        return (
+            f"the output shape of its {op} depends on the input values, which JAX code "
+            "cannot express: TensorFlow runs it (call_tf), on concrete arrays only (jax.jit "
+            "and jax.grad need every shape to follow from the input shapes)"
+        )
+    return None
 
 
 class Converted:
     """One input signature's conversion: the jitted JAX function and the parameters, or
-    the reason tf2jax could not convert it."""
+    the reason tf2jax could not convert (or run) it."""
 
-    __slots__ = ("fallback", "params", "run")
+    __slots__ = ("cause", "fallback", "params", "refusal", "run")
 
-    def __init__(self, run: Callable[..., Any] | None, params: Any, fallback: str) -> None:
+    def __init__(
+        self,
+        run: Callable[..., Any] | None,
+        params: Any,
+        fallback: str,
+        refusal: str = "",
+        cause: BaseException | None = None,
+    ) -> None:
         #: ``run(params, arrays)``: the array leaves of the call's arguments, in order (the
         #: other leaves, Python values, are part of the signature and closed over).
         self.run, self.params, self.fallback = run, params, fallback
+        #: Why a traced call (jax.jit, grad, vmap) of this signature is refused ("" if it is
+        #: not): an output shape depends on input values, which TensorFlow runs eagerly and
+        #: no JAX transformation can hold.
+        self.refusal = refusal
+        #: What tf2jax (or JAX) raised, kept as the refusal's cause.
+        self.cause = cause
 
 
 class NativeJaxFunction:
@@ -184,22 +228,33 @@ class NativeJaxFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = self._jax_leaves(args, kwargs)
-        converted, arrays = self._for(args, kwargs)
-        if converted.run is None:
-            return self._via_call_tf()(*args, **kwargs)
-        return self._run(converted, converted.params, arrays)
+        converted, arrays, key = self._for(args, kwargs)
+        if converted.run is not None:
+            try:
+                return self._run(converted, converted.params, arrays)
+            except InteropError:
+                raise
+            except Exception as exc:  # converted, but tf2jax's JAX code cannot run it
+                converted = self._cannot_run(key, args, kwargs, exc)
+        if converted.refusal and _traced((args, kwargs)):
+            raise ConversionError(converted.refusal) from converted.cause
+        return self._via_call_tf()(*args, **kwargs)
 
     def apply(self, params: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
         :attr:`params`): differentiate with respect to them with ``jax.grad``."""
         args, kwargs = self._jax_leaves(args, kwargs)
-        converted, arrays = self._for(args, kwargs)
-        if converted.run is None:
-            raise ConversionError(
-                f"{self._name} runs through call_tf, which takes no parameters: "
-                f"{converted.fallback}"
-            )
-        return self._run(converted, params, arrays)
+        converted, arrays, key = self._for(args, kwargs)
+        if converted.run is not None:
+            try:
+                return self._run(converted, params, arrays)
+            except InteropError:
+                raise
+            except Exception as exc:
+                converted = self._cannot_run(key, args, kwargs, exc)
+        raise ConversionError(
+            f"{self._name} runs through call_tf, which takes no parameters: {converted.fallback}"
+        )
 
     def __repr__(self) -> str:
         return f"<{self._name} as JAX code (tf2jax)>"
@@ -235,20 +290,81 @@ class NativeJaxFunction:
             return args, kwargs
         return self._ctx.to((args, kwargs), "jax")  # type: ignore[no-any-return]
 
-    def _for(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Converted, list[Any]]:
-        """The conversion for this call's signature, and the call's array leaves."""
+    def _for(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Converted, list[Any], Any]:
+        """The conversion for this call's signature, the call's array leaves, and the
+        signature's key (None: the declared input_signature's conversion)."""
         import jax
 
         flat, tree = jax.tree_util.tree_flatten((args, kwargs))
         if self._declared is not None:
             if self._expected is not None and self._declared.run is not None:
-                return self._declared, self._fit(flat, self._expected)
-            return self._declared, []
+                return self._declared, self._fit(flat, self._expected), None
+            return self._declared, [], None
         arrays = [x for x in flat if _is_array(x)]
         # Arrays by shape and dtype; Python values by value (TF traces them as constants).
         key = (tree, tuple((tuple(x.shape), x.dtype) if _is_array(x) else x for x in flat))
         converted = self._cache.get_or_make(key, lambda: self._convert(*_specs((args, kwargs))))
-        return converted, arrays
+        return converted, arrays, key
+
+    def _graph_def(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The GraphDef TensorFlow traces for these specs (an empty one if it cannot)."""
+        import tensorflow as tf
+
+        try:
+            return self._tf_fn.get_concrete_function(*args, **kwargs).graph.as_graph_def()
+        except Exception:  # only a message depends on it
+            return tf.compat.v1.GraphDef()
+
+    def _cannot_run(
+        self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
+    ) -> Converted:
+        """What replaces a conversion that failed when it ran (``key``'s signature, or the
+        declared one for None): the call_tf route, with the reason, and a refusal of traced
+        calls when an output shape depends on input values."""
+        spec_args, spec_kwargs = _specs((args, kwargs))
+        converted = self._unrunnable(spec_args, spec_kwargs, exc)
+        if key is None:
+            self._declared = converted
+        else:
+            with contextlib.suppress(TypeError):  # an unhashable key was never cached
+                self._cache.put(key, converted)
+        return converted
+
+    def _unrunnable(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
+    ) -> Converted:
+        """The call_tf route for a signature whose JAX code (tf2jax's) failed with ``exc``:
+        ``g.fallback`` says why; traced calls are refused where TensorFlow's shape
+        inference finds an operation whose output shape depends on input values."""
+        failure = f"{type(exc).__name__}: {_first_line(exc)}"
+        op = value_dependent_op(self._tf_fn, args, kwargs)
+        if not op:
+            what = "its JAX code"
+            if "XlaCallModule" in _operations(self._graph_def(args, kwargs)):
+                what = "the JAX code of its XlaCallModule ops (StableHLO that jax2tf serialized)"
+            return Converted(
+                None, None,
+                f"tf2jax converted it but {what} cannot run here ({failure}), so TensorFlow "
+                "runs it through call_tf (eagerly for concrete calls, call_tf under "
+                "jax.jit/jax.grad)",
+            )  # fmt: skip
+        fallback = (
+            f"the output shape of its {op} depends on the input values, which JAX code cannot "
+            f"express (tf2jax: {failure}), so TensorFlow runs this signature eagerly "
+            "(call_tf's concrete path)"
+        )
+        refusal = (
+            f"TensorFlow function {self._name} cannot run under a JAX transformation "
+            f"(jax.jit, jax.grad, jax.vmap, ...): the output shape of its {op} depends on the "
+            "input values, and under JAX every shape must follow from the input shapes.\n"
+            "Call it on concrete arrays (TensorFlow then runs it), rewrite it with fixed "
+            "shapes (e.g. tf.where(mask, x, 0) instead of tf.boolean_mask, or a padded "
+            "result with its length), or, if the result's shape is in fact fixed, convert it "
+            "with trace=False and output_shape_dtype= (call_tf) to declare it."
+        )
+        return Converted(None, None, fallback, refusal, exc)
 
     def _fit(self, flat: list[Any], expected: list[Any]) -> list[Any]:
         """The call's leaves as the input_signature's tensors: a Python number takes the
@@ -305,6 +421,19 @@ class NativeJaxFunction:
             a, k = jax.tree_util.tree_unflatten(tree, leaves)
             return jax_fn(params, *a, **k)[0]  # tf2jax also returns updated variables
 
+        if static_shapes((args, kwargs)):
+            # tf2jax builds its JAX code lazily: trace it once now (shapes only), so a
+            # function whose JAX code cannot run (a shape that depends on values, a jax2tf
+            # module tf2jax cannot parse) takes the call_tf route from its first call.
+            shapes = [
+                jax.ShapeDtypeStruct(tuple(x.shape), x.dtype.as_numpy_dtype)
+                for x in jax.tree_util.tree_leaves((args, kwargs))
+                if _is_array(x)
+            ]
+            try:
+                jax.eval_shape(outputs, params, shapes)
+            except Exception as exc:
+                return self._unrunnable(args, kwargs, exc)
         with self._lock:  # every signature uses the values of the first conversion
             if self._params is None:
                 self._params = jax.tree_util.tree_map(jax.numpy.asarray, params)
