@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 from nvidia.dali.plugin.base_iterator import LastBatchPolicy, _DaliBaseIterator
 
-from interop_core.plugin import Cast, OptionError
+from interop_core.plugin import Cast, InteropError, OptionError
 
 from ..frameworks.jax import X64
 from ..frameworks.numpy import aligned_copy, dtype_name
 from ..frameworks.numpy import astype as numpy_astype
-from .dali_shared import dali_error
+from .dali_shared import DALI_ERRORS, dali_error
 
 
 def endless(it: Any) -> bool:
@@ -97,7 +97,9 @@ def _checked(base: type) -> type:
         def __next__(self) -> Any:
             try:  # not a context manager: this runs once per batch
                 return super().__next__()
-            except RuntimeError as exc:
+            except InteropError:
+                raise
+            except DALI_ERRORS as exc:  # an assertion of DALI's iterator at a later batch too
                 raise dali_error(exc, self._pipes[0]) from exc
 
     Checked.__name__ = Checked.__qualname__ = base.__name__
@@ -242,7 +244,9 @@ class NumpyBatches(_EpochLength, _DaliBaseIterator):  # type: ignore[misc]
             return batch
         try:
             return self._next_batch()
-        except RuntimeError as exc:
+        except InteropError:
+            raise
+        except DALI_ERRORS as exc:
             raise dali_error(exc, self._pipes[0]) from exc
 
     def _next_batch(self) -> Any:

@@ -27,6 +27,10 @@ def cuda_devices() -> int:
         return 0
 
 
+#: What DALI raises for a pipeline or a batch it cannot make (its iterators assert, too).
+DALI_ERRORS = (RuntimeError, ValueError, TypeError, AssertionError)
+
+
 @contextmanager
 def dali_errors(obj: Any) -> Iterator[None]:
     """DALI's errors building or running ``obj`` (a pipeline), as :func:`dali_error` says;
@@ -35,7 +39,7 @@ def dali_errors(obj: Any) -> Iterator[None]:
         yield
     except InteropError:
         raise
-    except (RuntimeError, ValueError, TypeError, AssertionError) as exc:
+    except DALI_ERRORS as exc:
         raise dali_error(exc, obj) from exc
 
 
