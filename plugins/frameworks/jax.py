@@ -41,7 +41,8 @@ X64 = GlobalFlag(
     read=x64_enabled,
     dtypes=frozenset({"int64", "uint64", "float64", "complex128"}),
     reason=(
-        "jax_enable_x64 is off, so JAX would silently narrow {dtype} to 32 bits; pass dtype= "
+        "jax_enable_x64 is off, so JAX would silently narrow {dtype} (to its 32-bit kind: int32, "
+        "uint32, float32 or complex64); pass dtype= "
         "to cast it first (e.g. to(x, 'jax', dtype={{'int64': 'int32', 'float64': "
         "'float32'}})) or enable x64 (jax.config.update('jax_enable_x64', True))"
     ),
