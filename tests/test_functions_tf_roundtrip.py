@@ -107,7 +107,8 @@ def test_a_jax2tf_saved_model_comes_back_into_jax(
     case: str, polymorphic: bool, transform: str, tmp_path_factory: Any
 ) -> None:
     original = ORIGINALS[case]
-    g = to(restored(case, polymorphic, tmp_path_factory).f, "jax")
+    f = restored(case, polymorphic, tmp_path_factory).f
+    g = to(f, "jax")
     runs = {
         "eager": (g, original),
         "jit": (jax.jit(g), original),
@@ -120,8 +121,21 @@ def test_a_jax2tf_saved_model_comes_back_into_jax(
         assert isinstance(got, jax.Array)
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
-    # tf2jax cannot run jax2tf's XlaCallModule here: the bridge says so and took call_tf.
+    # tf2jax cannot read jax2tf's XlaCallModule here: explain() says so before converting
+    # (the restored function has its input_signature), and the route is call_tf's.
+    route = explain(f, "jax")
+    assert [s.converter for s in route.steps] == ["jax2tf.call_tf"]
+    assert "XlaCallModule" in route.refused[0].reason
+
+
+def test_without_a_signature_the_first_call_falls_back_and_says_why() -> None:
+    """A jax2tf function in a tf.function without input_signature: tf2jax converts it at the
+    first call, cannot run its XlaCallModule, and that signature runs through call_tf."""
+    tf_fn = to(plain, "tensorflow", source="jax")
+    g = to(tf.function(lambda x: tf_fn(x) * 1.0, autograph=False), "jax")
+    np.testing.assert_allclose(np.asarray(g(X)), np.asarray(plain(X)), rtol=1e-5)
     assert "XlaCallModule" in g.fallback and "call_tf" in g.fallback
+    assert "tf2jax" in repr(g)
 
 
 def test_the_custom_gradient_is_the_one_that_was_saved(tmp_path: Path) -> None:

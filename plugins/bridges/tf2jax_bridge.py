@@ -116,6 +116,22 @@ def _operations(graph_def: Any) -> set[str]:
     return found
 
 
+def _unparsable_modules(graph_def: Any, tf2jax_ops: Any) -> str:
+    """Why tf2jax's parser refuses the first XlaCallModule op of ``graph_def`` ("" if it
+    reads them all): tf2jax 0.3.8 under jax 0.10.2 reads none ("An MLIR function requires
+    a Context"). Parsing one is what tf2jax does first with it; running it can fail later
+    still, which the converted function meets at its first call (and falls back then)."""
+    nodes = [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]
+    parse = tf2jax_ops.get_parser("XlaCallModule")
+    for node in nodes:
+        if node.op == "XlaCallModule":
+            try:
+                parse(node)
+            except Exception as exc:
+                return f"{type(exc).__name__}: {_first_line(exc)}"
+    return ""
+
+
 def blocking_operations(fn: Any) -> str | None:
     """The edge's inspection: why tf2jax cannot convert ``fn`` (None: it can, or cannot
     be told before the first call). Only a function with an ``input_signature`` has its
@@ -128,8 +144,8 @@ def blocking_operations(fn: Any) -> str | None:
         from tf2jax._src import ops as tf2jax_ops  # its table of translated operations
     except ImportError:  # private: tf2jax.convert itself will say at the first call
         return None
-    graph = fn.get_concrete_function(*signature).graph
-    found = _operations(graph.as_graph_def())
+    graph_def = fn.get_concrete_function(*signature).graph.as_graph_def()
+    found = _operations(graph_def)
     unsupported = sorted(tf2jax_ops.get_unsupported_operations(sorted(found)))
     if unsupported:
         return (
@@ -139,6 +155,12 @@ def blocking_operations(fn: Any) -> str | None:
     writes = sorted(found & _WRITES)
     if writes:
         return _writes_reason(writes)
+    failure = _unparsable_modules(graph_def, tf2jax_ops) if "XlaCallModule" in found else ""
+    if failure:
+        return (
+            f"tf2jax cannot read the XlaCallModule ops (StableHLO that jax2tf serialized) of "
+            f"{function_name(fn)} under this JAX ({failure}): TensorFlow runs them (call_tf)"
+        )
     op = value_dependent_op(fn, tuple(signature), {}) if static_shapes(tuple(signature)) else ""
     if op:
         return (
