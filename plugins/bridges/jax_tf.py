@@ -25,8 +25,8 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from .shared import SignatureCache, function_edge, function_name, is_forward_mode
-from .tf_shapes import value_dependent_op
+from .shared import SignatureCache, first_line, function_edge, function_name, is_forward_mode
+from .tf_graphs import WRITES, operations, value_dependent_op
 
 #: How many input signatures a tf->jax function keeps traced call_tf wrappers for.
 _TRACED_CACHE = 64
@@ -412,6 +412,8 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
 
     def stage(tree: Any, key: tuple[Any, ...], infer: bool) -> Callable[..., Any]:
         tf_flat = unpacked(tree)
+        if not infer:  # once per signature: what call_tf would raise later, while JAX lowers
+            _check_stageable(tf_flat, key, name)
 
         def tf_call(*flat: Any) -> Any:
             out = tf_flat(*flat)
@@ -442,10 +444,12 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
             except Exception as exc:  # TensorFlow's own error, kept as the cause
                 raise ConversionError(
                     f"TensorFlow function {name!r} failed when called on concrete arrays: "
-                    f"{type(exc).__name__}: {_first_line(exc)}\nThe error is TensorFlow's "
+                    f"{type(exc).__name__}: {first_line(exc)}\nThe error is TensorFlow's "
                     "(see its cause): call the function with inputs it accepts."
                 ) from exc
-            out = _checked_outputs(result, name)
+            # A Python number returned (a plain callable's constant) is a tensor to TensorFlow
+            # (what call_tf makes of it), so a jax.Array here, of TensorFlow's dtype.
+            out = _checked_outputs(tf.nest.map_structure(_as_tensor, result), name)
             if given:  # what call_tf checks under jax.jit, checked here too
                 _check_declared(out, declared, name)
             return _to_or_keep(to, out, "jax")
@@ -475,6 +479,52 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
 
     _named(call, fn)
     return call
+
+
+def _as_tensor(x: Any) -> Any:
+    """``x`` as a tf.Tensor when it is a Python number (TensorFlow's dtype for it)."""
+    import tensorflow as tf
+
+    return tf.constant(x) if isinstance(x, (bool, int, float, complex)) else x
+
+
+def _check_stageable(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: str) -> None:
+    """Refuse, before JAX lowers the call (where call_tf raises its raw errors, outside
+    this bridge), a TensorFlow function that call_tf cannot stage for the static input
+    signature ``key``: one that writes variables, or one XLA cannot compile (string ops)."""
+    import tensorflow as tf
+
+    if not all(isinstance(d, int) for shape, _ in key for d in shape):
+        return  # symbolic (jax.export) dims: TF cannot take them as static shapes
+    specs = [tf.TensorSpec(shape, tf.as_dtype(dtype)) for shape, dtype in key]
+    compiled = tf.function(tf_flat, autograph=False, jit_compile=True)
+    try:
+        graph = compiled.get_concrete_function(*specs).graph
+    except Exception:
+        # Nothing to tell before call_tf: it raises the same trouble itself (and the caller
+        # wraps it), or traces where this cannot (a jax2tf function inside refuses to
+        # convert while a JAX transformation traces, and call_tf steps out of it).
+        return
+    writes = sorted(operations(graph.as_graph_def()) & WRITES)
+    if writes:
+        raise ConversionError(
+            f"TensorFlow function {name!r} writes variables ({', '.join(writes)}), which "
+            "call_tf cannot carry under a JAX transformation (jax.jit, jax.grad).\nCall it "
+            "on concrete arrays (TensorFlow then runs it and makes the writes), or move the "
+            "writes out of the function and pass the values in as arguments."
+        )
+    try:
+        compiled.experimental_get_compiler_ir(*specs)(stage="hlo")
+    except InteropError:
+        raise
+    except Exception as exc:
+        raise ConversionError(
+            f"TensorFlow function {name!r} cannot run under a JAX transformation (jax.jit, "
+            f"jax.grad): call_tf compiles it with XLA, which refuses it: "
+            f"{type(exc).__name__}: {first_line(exc)}\nCall it on concrete arrays "
+            "(TensorFlow then runs it as it is), or keep what XLA cannot compile (string ops, "
+            "tf.py_function, shapes that depend on values) out of the function."
+        ) from exc
 
 
 def _tf_vjp(tf_flat: Callable[..., Any]) -> Callable[[Any, Any], Any]:
@@ -631,12 +681,6 @@ def _checked_outputs(out: Any, name: str) -> Any:
             f"JAX takes dense tensors only. {advice}"
         )
     return out
-
-
-def _first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (TensorFlow and JAX append pages of context)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _shape_key(x: Any) -> tuple[Any, ...]:

@@ -35,6 +35,13 @@ def function_name(fn: Any) -> str:
     return str(getattr(fn, "__name__", type(fn).__qualname__))
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (TensorFlow, JAX and tf2jax append pages of
+    context)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def is_forward_mode(x: Any) -> bool:
     """Whether ``x`` is traced by forward-mode autodiff (jax.jvp): JAX exports no public name
     for its forward-mode tracer class, so it is matched by name."""

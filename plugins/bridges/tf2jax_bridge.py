@@ -30,8 +30,8 @@ from interop_core.plugin import (
 )
 
 from .jax_tf import tf_to_jax
-from .shared import SignatureCache, function_edge, function_name
-from .tf_shapes import static_shapes, value_dependent_op
+from .shared import SignatureCache, first_line, function_edge, function_name
+from .tf_graphs import WRITES, operations, static_shapes, value_dependent_op
 
 _ASKED_CALL_TF = "output_shape_dtype= was passed: it declares call_tf's outputs, so call_tf runs it"
 #: Conversions kept per function (one per input signature).
@@ -75,24 +75,12 @@ def _traced(tree: Any) -> bool:
     return any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree))
 
 
-def _first_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message (JAX and tf2jax append pages of context)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-#: Operations that write a variable: tf2jax returns the new values beside the outputs, which a
-#: function of arrays cannot hand back, so such a function runs through call_tf (TensorFlow
-#: itself), where the writes happen.
-_WRITES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
-
-
 def _assignments(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     """Why ``tf_fn`` must run in TensorFlow for this signature ("" if it need not): it
     writes variables (a counter, BatchNorm statistics in training)."""
     try:
         graph = tf_fn.get_concrete_function(*args, **kwargs).graph
-        found = sorted(_operations(graph.as_graph_def()) & _WRITES)
+        found = sorted(operations(graph.as_graph_def()) & WRITES)
     except Exception:  # tf2jax will meet the same trouble and say what it is
         return ""
     if not found:
@@ -107,15 +95,6 @@ def _writes_reason(found: list[str]) -> str:
     )
 
 
-def _operations(graph_def: Any) -> set[str]:
-    """The operation types of a GraphDef, its library's functions (loop and branch bodies,
-    nested tf.functions) included: tf2jax converts each of them."""
-    found = {node.op for node in graph_def.node}
-    for function in graph_def.library.function:
-        found.update(node.op for node in function.node_def)
-    return found
-
-
 def _unparsable_modules(graph_def: Any, tf2jax_ops: Any) -> str:
     """Why tf2jax's parser refuses the first XlaCallModule op of ``graph_def`` ("" if it
     reads them all): tf2jax 0.3.8 under jax 0.10.2 reads none ("An MLIR function requires
@@ -128,7 +107,7 @@ def _unparsable_modules(graph_def: Any, tf2jax_ops: Any) -> str:
             try:
                 parse(node)
             except Exception as exc:
-                return f"{type(exc).__name__}: {_first_line(exc)}"
+                return f"{type(exc).__name__}: {first_line(exc)}"
     return ""
 
 
@@ -145,14 +124,14 @@ def blocking_operations(fn: Any) -> str | None:
     except ImportError:  # private: tf2jax.convert itself will say at the first call
         return None
     graph_def = fn.get_concrete_function(*signature).graph.as_graph_def()
-    found = _operations(graph_def)
+    found = operations(graph_def)
     unsupported = sorted(tf2jax_ops.get_unsupported_operations(sorted(found)))
     if unsupported:
         return (
             f"tf2jax cannot convert the operations {', '.join(unsupported)} of "
             f"{function_name(fn)}: it has no JAX translation for them"
         )
-    writes = sorted(found & _WRITES)
+    writes = sorted(found & WRITES)
     if writes:
         return _writes_reason(writes)
     failure = _unparsable_modules(graph_def, tf2jax_ops) if "XlaCallModule" in found else ""
@@ -360,11 +339,11 @@ class NativeJaxFunction:
         """The call_tf route for a signature whose JAX code (tf2jax's) failed with ``exc``:
         ``g.fallback`` says why; traced calls are refused where TensorFlow's shape
         inference finds an operation whose output shape depends on input values."""
-        failure = f"{type(exc).__name__}: {_first_line(exc)}"
+        failure = f"{type(exc).__name__}: {first_line(exc)}"
         op = value_dependent_op(self._tf_fn, args, kwargs)
         if not op:
             what = "its JAX code"
-            if "XlaCallModule" in _operations(self._graph_def(args, kwargs)):
+            if "XlaCallModule" in operations(self._graph_def(args, kwargs)):
                 what = "the JAX code of its XlaCallModule ops (StableHLO that jax2tf serialized)"
             return Converted(
                 None, None,

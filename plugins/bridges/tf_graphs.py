@@ -1,4 +1,5 @@
-"""Which operation of a TensorFlow function makes an output shape depend on input values.
+"""What a TensorFlow function's graph tells the function bridges: its operations, those
+that write variables, and which one makes an output shape depend on input values.
 
 TensorFlow runs such functions eagerly (``tf.boolean_mask(x, x > 0)``, ``x[0:x[1]]``, a
 ``tf.cond`` whose branches return different shapes); JAX code cannot express them, because
@@ -13,6 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+#: Operations that write a variable: JAX code cannot hand the writes back (tf2jax returns the
+#: new values beside the outputs; call_tf cannot carry them under jax.jit), so only
+#: TensorFlow itself, called on concrete arrays, makes them.
+WRITES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
 #: Operations whose output shapes TensorFlow's inference cannot see through (a function call,
 #: a jax2tf module restored from a SavedModel): an unknown dimension there says nothing.
 _CALLS = frozenset({"PartitionedCall", "StatefulPartitionedCall"})
@@ -30,6 +35,15 @@ _WHAT = {
     "UniqueV2": "tf.unique",
     "Range": "tf.range with a tensor limit",
 }
+
+
+def operations(graph_def: Any) -> set[str]:
+    """The operation types of a GraphDef, its library's functions (loop and branch bodies,
+    nested tf.functions) included."""
+    found = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        found.update(node.op for node in function.node_def)
+    return found
 
 
 def value_dependent_op(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
