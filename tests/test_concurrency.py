@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextvars
 import gc
 import threading
-import time
 import weakref
 from typing import Any
 from unittest import mock
@@ -35,7 +34,8 @@ from interop_core.engine.state import State
 from interop_core.testing import isolated_registry, shares_memory
 
 THREADS = 8
-ROUNDS = 200
+#: Register/unregister cycles of the toggled plugin, each raced by THREADS conversions.
+TOGGLES = 25
 
 
 class Marker:
@@ -86,48 +86,102 @@ class Toggled:
 
 
 def test_conversions_stay_correct_while_plugins_change(np: Any, torch: Any) -> None:
+    """TOGGLES times, the plugin is registered and unregistered while THREADS threads convert
+    without pause. The toggling thread and the converting threads hand off through a
+    Condition, so the race is counted, not timed: each phase (plugin in, plugin out) lasts
+    until THREADS conversions that started in it have finished (in a registered phase, one
+    of them through the toggled edge), and only then does the next toggle come."""
     errors: list[BaseException] = []
-    stop = threading.Event()
+    progress = threading.Condition()
+    # phase p: 2k + 1 while the plugin is registered (toggle k), 2k + 2 after it is gone.
+    phase = 0
+    #: Conversions finished, by the phase they started in.
+    finished: dict[int, int] = {}
+    #: Calls of the toggled edge seen at the end of each registered phase.
+    toggled_calls: list[int] = []
+    done = threading.Event()
     toggles = 0
+    Toggled.calls = 0
+
+    def check(seed: int, i: int) -> None:
+        value = float(seed * 1000 + i % 1000)
+        dtype = (np.float32, np.float64, np.int64)[i % 3]
+        a = np.full((4, 3), value, dtype=dtype)
+        t = to(a, "torch")
+        assert isinstance(t, torch.Tensor), type(t)
+        assert t.shape == (4, 3)
+        assert str(t.dtype) == f"torch.{np.dtype(dtype).name}"
+        assert bool((t == value).all())
+        assert shares_memory(a, t)
+        route = explain(a, "torch")
+        assert route.zero_copy
+        assert route.steps[0].converter in ("torch.from_numpy", "toggled from_numpy")
+        back = to(t, "numpy")
+        assert isinstance(back, np.ndarray), type(back)
+        assert back.dtype == dtype
+        assert (back == value).all()
+        assert shares_memory(t, back)
+        c = to({"x": t, "n": i}, "np", copy=True)
+        assert c["n"] == i
+        assert (c["x"] == value).all()
+        assert not shares_memory(t, c["x"])
 
     def convert(seed: int) -> None:
         try:
-            for i in range(ROUNDS):
-                value = float(seed * 1000 + i)
-                dtype = (np.float32, np.float64, np.int64)[i % 3]
-                a = np.full((4, 3), value, dtype=dtype)
-                t = to(a, "torch")
-                assert isinstance(t, torch.Tensor), type(t)
-                assert t.shape == (4, 3)
-                assert str(t.dtype) == f"torch.{np.dtype(dtype).name}"
-                assert bool((t == value).all())
-                assert shares_memory(a, t)
-                route = explain(a, "torch")
-                assert route.zero_copy
-                assert route.steps[0].converter in ("torch.from_numpy", "toggled from_numpy")
-                back = to(t, "numpy")
-                assert isinstance(back, np.ndarray), type(back)
-                assert back.dtype == dtype
-                assert (back == value).all()
-                assert shares_memory(t, back)
-                c = to({"x": t, "n": i}, "np", copy=True)
-                assert c["n"] == i
-                assert (c["x"] == value).all()
-                assert not shares_memory(t, c["x"])
+            i = 0
+            while not done.is_set():
+                with progress:
+                    started = phase
+                check(seed, i)
+                i += 1
+                with progress:
+                    finished[started] = finished.get(started, 0) + 1
+                    progress.notify_all()
         except BaseException as exc:  # reported from the main thread
             errors.append(exc)
+            with progress:
+                progress.notify_all()
+
+    def next_phase() -> int:
+        nonlocal phase
+        with progress:
+            phase += 1
+            return phase
+
+    def wait_for(what: str, ready: Any) -> None:
+        """Wait (a hang guard, not a timing) until ``ready()``, or a worker's error."""
+        with progress:
+            if not progress.wait_for(lambda: errors or ready(), timeout=60):
+                raise AssertionError(f"never came: {what}")
 
     def toggle() -> None:
         nonlocal toggles
         plugin = Toggled()
         try:
-            while not stop.is_set():
+            for _ in range(TOGGLES):
                 reg.register(plugin, name="toggled")
-                time.sleep(0.0005)
+                p, calls = next_phase(), Toggled.calls
+                wait_for(
+                    f"phase {p} (plugin registered): {THREADS} conversions started in it, and "
+                    "a call of the toggled edge",
+                    lambda p=p, calls=calls: (
+                        finished.get(p, 0) >= THREADS and Toggled.calls > calls
+                    ),
+                )
+                toggled_calls.append(Toggled.calls - calls)
                 reg.unregister(name="toggled")
+                p = next_phase()
+                wait_for(
+                    f"phase {p} (plugin unregistered): {THREADS} conversions started in it",
+                    lambda p=p: finished.get(p, 0) >= THREADS,
+                )
                 toggles += 1
+                if errors:
+                    return
         except BaseException as exc:
             errors.append(exc)
+        finally:
+            done.set()
 
     with isolated_registry(builtins=True) as reg:
         # The isolated registry is this thread's: the workers run in a copy of its context.
@@ -136,18 +190,21 @@ def test_conversions_stay_correct_while_plugins_change(np: Any, torch: Any) -> N
             for n in range(THREADS)
         ]
         toggler = threading.Thread(target=toggle)
-        toggler.start()
         for w in workers:
             w.start()
+        toggler.start()
+        toggler.join(timeout=600)
+        done.set()
         for w in workers:
-            w.join(timeout=120)
-        stop.set()
-        toggler.join(timeout=30)
+            w.join(timeout=60)
         assert not any(w.is_alive() for w in [*workers, toggler]), "a thread hung"
         if errors:
             raise errors[0]
-        assert toggles > 10, "the plugin was hardly toggled: the test raced nothing"
-        assert Toggled.calls > 0, "the toggled edge never ran: its plans were never used"
+        assert toggles == TOGGLES
+        # Every phase, plugin in and plugin out, raced THREADS conversions that started in it.
+        assert all(finished.get(p, 0) >= THREADS for p in range(1, 2 * TOGGLES + 1)), finished
+        # The toggled edge ran in every registered phase: its plans were rebuilt and used.
+        assert len(toggled_calls) == TOGGLES and min(toggled_calls) >= 1, toggled_calls
         assert reg.state.generation == reg.pm.generation
         assert reg.pm.get_plugin("toggled") is None
 

@@ -2,7 +2,12 @@
 batches in the same order, never more than N pulled ahead (counted), errors at the batch
 where they happened, the thread stopped by close(), the end of the pass or dropping the
 iterator; state_dict() counts only the batches handed out. numpy and torch only (the
-checkpointers of real sources are tested in test_checkpoints.py)."""
+checkpointers of real sources are tested in test_checkpoints.py).
+
+Nothing here waits for time to pass: what must not happen is checked at a point where the
+prefetch thread is known to be waiting for a slot (:class:`SlotWatch` sees it ask for one
+and find none free, with the pulls it had made by then), and threads are joined.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,8 @@ import contextvars
 import gc
 import pickle
 import threading
-import time
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -26,13 +31,67 @@ def prefetch_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "interop_core prefetch"]
 
 
-def wait_until(condition: Any, timeout: float = 10.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.005)
-    return bool(condition())
+def threads_stopped(timeout: float = 30.0) -> bool:
+    """Join every prefetch thread (a hang guard, not a timing): whether none is left."""
+    for t in prefetch_threads():
+        t.join(timeout)
+    return not prefetch_threads()
+
+
+class SlotWatch:
+    """The prefetch thread's slots (``depth`` of them: one taken before each pull, given back
+    when its batch is handed out), watched: each time the thread asks for a slot and finds
+    none free, ``starved`` records ``probe()`` (what the source has given by then).
+
+    The thread asks for a slot only after handing its previous batch to the queue, so a
+    record is taken when it has done all it may do: the checks that follow are exact.
+    """
+
+    def __init__(self, probe: Callable[[], int]) -> None:
+        self.probe = probe
+        self.starved: list[int] = []
+        self.changed = threading.Condition()
+
+    def semaphore(self, value: int) -> threading.Semaphore:
+        watch = self
+
+        class Watched(threading.Semaphore):
+            def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+                if super().acquire(blocking=False):
+                    return True
+                with watch.changed:
+                    watch.starved.append(watch.probe())
+                    watch.changed.notify_all()
+                return super().acquire(blocking, timeout)
+
+        return Watched(value)
+
+    def wait_starved(self, pulled: int) -> int:
+        """Wait until the thread found no slot free having made at least ``pulled`` pulls
+        (a hang guard of 30 s, never a timing); the pulls it had made then."""
+        with self.changed:
+            found = self.changed.wait_for(
+                lambda: self.starved and self.starved[-1] >= pulled, timeout=30
+            )
+        assert found, f"the prefetch thread never ran out of slots: {self.starved}"
+        return self.starved[-1]
+
+
+@pytest.fixture
+def watch_slots(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], int]], SlotWatch]:
+    """Watch the slots of the prefetchers made from now on (the module's ``threading`` seen
+    through a namespace whose Semaphore is watched)."""
+    import interop_plugins.kinds.batches as batches
+
+    def watch(probe: Callable[[], int]) -> SlotWatch:
+        w = SlotWatch(probe)
+        names = {n: getattr(threading, n) for n in dir(threading) if not n.startswith("__")}
+        monkeypatch.setattr(
+            batches, "threading", types.SimpleNamespace(**{**names, "Semaphore": w.semaphore})
+        )
+        return w
+
+    return watch
 
 
 class Counted:
@@ -65,17 +124,24 @@ def test_same_batches_same_order_as_without(depth: int) -> None:
         assert torch.equal(g["x"], w["x"]) and int(g["y"]) == int(w["y"])
 
 
-def test_never_more_than_n_batches_ahead() -> None:
+def test_never_more_than_n_batches_ahead(watch_slots: Any) -> None:
+    """After each batch handed out, the thread pulls until it is 3 ahead and then waits for
+    a slot: when it finds none free it has pulled exactly consumed + 3 (not one more), and
+    it pulls no further until the next batch is handed out."""
     need("torch")
     source = Counted(100)
+    slots = watch_slots(lambda: source.pulled)
     it = ic.to(iter(source), "torch", prefetch=3)
-    assert source.pulled == 0  # nothing before the first next()
-    for consumed in range(1, 6):
-        next(it)
-        assert wait_until(lambda c=consumed: source.pulled == c + 3)
-        time.sleep(0.05)  # it stays there: the thread waits for a slot
-        assert source.pulled == consumed + 3
-    it.close()
+    assert source.pulled == 0 and not prefetch_threads()  # nothing before the first next()
+    try:
+        for consumed in range(1, 6):
+            assert values([next(it)]) == [consumed - 1]
+            assert slots.wait_starved(consumed + 3) == consumed + 3
+            assert source.pulled == consumed + 3  # still: it waits for a slot
+        assert max(slots.starved) == 5 + 3
+    finally:
+        it.close()
+    assert threads_stopped() and source.pulled == 8  # close() pulls nothing more
 
 
 def test_a_source_error_is_raised_at_its_batch_naming_it() -> None:
@@ -89,7 +155,7 @@ def test_a_source_error_is_raised_at_its_batch_naming_it() -> None:
     assert any("batch 4" in note for note in caught.value.__notes__)
     with pytest.raises(StopIteration):
         next(it)
-    assert wait_until(lambda: not prefetch_threads())
+    assert threads_stopped()
 
 
 def test_a_conversion_error_is_raised_at_its_batch() -> None:
@@ -108,24 +174,31 @@ def test_a_conversion_error_is_raised_at_its_batch() -> None:
 
 
 def test_close_end_of_pass_and_dropping_stop_the_thread() -> None:
+    """close(), the end of the pass, dropping the iterator and leaving a with block each
+    stop the thread (close() joins it: nothing is left to wait for), and a stopped thread
+    pulls nothing more from its source."""
     need("torch")
-    it = ic.to(iter(Counted(1000)), "torch", prefetch=2)
+    source = Counted(1000)
+    it = ic.to(iter(source), "torch", prefetch=2)
     next(it)
     assert len(prefetch_threads()) == 1
     it.close()
-    assert wait_until(lambda: not prefetch_threads())
+    assert threads_stopped()
+    pulled = source.pulled
+    assert 1 <= pulled <= 3  # one handed out, at most two ahead
     with pytest.raises(StopIteration):  # a closed iterator is exhausted
         next(it)
+    assert source.pulled == pulled
     assert len(list(ic.to(iter(Counted(5)), "torch", prefetch=2))) == 5
-    assert wait_until(lambda: not prefetch_threads())
+    assert threads_stopped()
     dropped = ic.to(iter(Counted(1000)), "torch", prefetch=2)
     next(dropped)
     del dropped
     gc.collect()
-    assert wait_until(lambda: not prefetch_threads())
+    assert threads_stopped()
     with ic.to(iter(Counted(1000)), "torch", prefetch=2) as managed:
         next(managed)
-    assert wait_until(lambda: not prefetch_threads())
+    assert threads_stopped()
 
 
 def test_the_thread_runs_in_the_caller_s_context() -> None:
@@ -210,10 +283,21 @@ def toy_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
     Resumable.positions = 0
 
 
-def toy_iterator(n: int, **options: Any) -> Any:
+class Pulls:
+    """A conversion (a copy) that counts the batches it converted: one per pull."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, batch: Any) -> Any:
+        self.count += 1
+        return batch * 1
+
+
+def toy_iterator(n: int, convert: Callable[[Any], Any] = lambda b: b * 1, **options: Any) -> Any:
     from interop_plugins.kinds.iterators import Batches
 
-    return Batches(Resumable(n), lambda b: b * 1, **options)
+    return Batches(Resumable(n), convert, **options)
 
 
 @pytest.mark.parametrize("prefetch", [0, 3])
@@ -240,12 +324,16 @@ def test_positions_are_read_per_batch_only_when_prefetching(toy_checkpoints: Non
 
 
 def test_a_replayable_position_is_read_only_when_asked_even_prefetching(
-    toy_checkpoints: None, monkeypatch: pytest.MonkeyPatch
+    toy_checkpoints: None, monkeypatch: pytest.MonkeyPatch, watch_slots: Any
 ) -> None:
+    """The thread has pulled 4 + 3 batches (it waits for a slot, all done with them) and read
+    no position; state_dict() reads one."""
     monkeypatch.setattr(ToyCheckpointer, "replayable", True)
-    it = iter(toy_iterator(10, prefetch=3))
+    pulled = Pulls()
+    slots = watch_slots(lambda: pulled.count)
+    it = iter(toy_iterator(10, prefetch=3, convert=pulled))
     head = [float(next(it)[0]) for _ in range(4)]
-    time.sleep(0.05)
+    assert slots.wait_starved(4 + 3) == 4 + 3
     assert Resumable.positions == 0
     assert it.state_dict()["position"] == {"next": 4}
     assert Resumable.positions == 1 and head == [0.0, 1.0, 2.0, 3.0]
