@@ -244,6 +244,35 @@ def _read_variable(x: Any) -> Any:
     return tf.convert_to_tensor(x) if isinstance(x, tf.Variable) else x
 
 
+def _refuse_tracers(tree: Any, fn: Any) -> None:
+    """Refuse JAX tracers given to the TensorFlow function jax2tf made (called inside
+    jax.jit, grad or vmap): TensorFlow cannot hold them, and would fail converting one."""
+    import jax
+    import tensorflow as tf
+
+    if any(isinstance(x, jax.core.Tracer) for x in tf.nest.flatten(tree)):
+        name = getattr(fn, "__name__", "the function")
+        raise ConversionError(
+            f"The TensorFlow function {name!r} (made from a JAX function by jax2tf) was "
+            "called with JAX tracers, inside a JAX transformation (jax.jit, jax.grad, "
+            "jax.vmap). TensorFlow cannot run on them.\nCall the JAX function itself there, "
+            "or convert the TensorFlow function back with to(f, 'jax')."
+        )
+
+
+def _untracked(tree: Any) -> Any:
+    """``tree`` with the dicts a tf.Module tracks (``module.params = {...}`` makes a
+    _DictWrapper) as plain dicts: TensorFlow 2.21's tf.function cannot trace a _DictWrapper
+    argument beside typing_extensions 4.16 ("this __dict__ descriptor does not support
+    '_DictWrapper' objects"), where raw jax2tf.convert takes it."""
+    kind = type(tree)
+    if kind.__name__ == "_DictWrapper" or kind is dict:
+        return {k: _untracked(v) for k, v in tree.items()}
+    if kind in (list, tuple):
+        return kind(_untracked(v) for v in tree)
+    return tree
+
+
 #: The subclass made for each tf.function class (there is one, unless TensorFlow changes).
 _SAFE_TYPES: dict[type, type] = {}
 
@@ -265,6 +294,8 @@ def _variable_safe_function_type(base: type) -> type:
 
     class VariableSafeFunction(base):  # type: ignore[valid-type, misc]
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            args, kwargs = _untracked((args, kwargs))
+            _refuse_tracers((args, kwargs), self)
             if tf.inside_function():
                 args, kwargs = tf.nest.map_structure(_read_variable, (args, kwargs))
             return super().__call__(*args, **kwargs)

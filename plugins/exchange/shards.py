@@ -385,7 +385,13 @@ def dtensor_full(d: Any, ctx: CallContext) -> Any:
                 "mesh.ndim) (or Shard(d) placements), then convert; or leave sharding= out "
                 "and to() reduces it by DTensor.full_tensor() (a collective)."
             )
-    return d.full_tensor()
+    full = d.full_tensor()
+    local = d.to_local()
+    if local.numel() and full.untyped_storage().data_ptr() == local.untyped_storage().data_ptr():
+        # One rank (a mesh of one device): full_tensor() is the local tensor itself. The
+        # edge is a copy (explain() says so, copy=True relies on it): make it one.
+        return full.clone()
+    return full
 
 
 def jax_sharding(value: Any) -> Any:

@@ -369,7 +369,6 @@ def test_requires_grad_dtensor_is_refused_until_detached(mesh: Any) -> None:
     assert jptr(a) == d.to_local().data_ptr()
 
 
-ONE_RANK_ALIAS = "BUG: on a one-rank mesh DTensor.full_tensor() returns the local tensor itself, so the gather route explain() counts as a copy aliases the DTensor"
 
 
 def _gathered(mesh: Any, name: str) -> Any:
@@ -390,18 +389,15 @@ def _pointer(x: Any) -> int:
     return jptr(x)
 
 
-XFAIL_ALIAS = pytest.mark.xfail(strict=True, reason=ONE_RANK_ALIAS)
-
-
 @pytest.mark.parametrize(
     ("name", "target"),
     [
-        pytest.param("S1", "numpy", marks=XFAIL_ALIAS),
-        pytest.param("S1", "torch", marks=XFAIL_ALIAS),
+        pytest.param("S1", "numpy"),
+        pytest.param("S1", "torch"),
         pytest.param("S1", "jax"),
-        pytest.param("P", "numpy", marks=XFAIL_ALIAS),
-        pytest.param("P", "torch", marks=XFAIL_ALIAS),
-        pytest.param("P", "jax", marks=XFAIL_ALIAS),
+        pytest.param("P", "numpy"),
+        pytest.param("P", "torch"),
+        pytest.param("P", "jax"),
     ],
 )
 def test_copy_true_never_shares_the_local_tensor(mesh: Any, name: str, target: str) -> None:
@@ -417,7 +413,6 @@ def test_copy_true_never_shares_the_local_tensor(mesh: Any, name: str, target: s
     assert _pointer(out) != d.to_local().data_ptr()
 
 
-@pytest.mark.xfail(strict=True, reason=ONE_RANK_ALIAS)
 @pytest.mark.parametrize(("name", "target"), [("S1", "numpy"), ("P", "numpy"), ("P", "jax")])
 def test_the_copy_explain_states_is_a_copy(mesh: Any, name: str, target: str) -> None:
     """Where explain() states the gather copies (copies == 1), the result is not the
