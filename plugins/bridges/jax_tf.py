@@ -440,11 +440,10 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
     # One call_tf wrapper per input signature, so eager jax.grad calls reuse it instead of
     # rebuilding it (and redoing any shape inference) on every call.
     staged: SignatureCache[Callable[..., Any]] = SignatureCache(_TRACED_CACHE)
+    stageable: SignatureCache[bool] = SignatureCache(_TRACED_CACHE)
 
     def stage(tree: Any, key: tuple[Any, ...], infer: bool) -> Callable[..., Any]:
         tf_flat = unpacked(tree)
-        if not infer:  # once per signature: what call_tf would raise later, while JAX lowers
-            _check_stageable(tf_flat, key, name)
 
         def tf_call(*flat: Any) -> Any:
             out = tf_flat(*flat)
@@ -490,6 +489,12 @@ def tf_to_jax(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
         flat = [to(x, "jax") if isinstance(x, tf_types) else x for x in flat]
         key = tuple((_shape_key(x), str(jax.numpy.result_type(x))) for x in flat)
         try:
+            if not all(_is_concrete(x) for x in flat) and not _batched(flat):
+                # Staged (jax.jit, lax.cond): what call_tf would raise later, while JAX
+                # lowers, outside this bridge, is checked once per signature here.
+                stageable.get_or_make(
+                    (tree, key), lambda: _check_stageable(unpacked(tree), key, name)
+                )
             wrapper = staged.get((tree, key)) or stage(tree, key, infer=False)
             try:
                 return wrapper(*flat)
@@ -519,14 +524,31 @@ def _as_tensor(x: Any) -> Any:
     return tf.constant(x) if isinstance(x, (bool, int, float, complex)) else x
 
 
-def _check_stageable(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: str) -> None:
+def _batched(flat: Sequence[Any]) -> bool:
+    """Whether jax.vmap traces a leaf of ``flat`` (the vmap refusal then says more than
+    any other). JAX exports no public name for its batching tracer class: matched by name,
+    as :func:`is_forward_mode` matches the forward-mode one."""
+    return any(type(x).__name__ == "BatchTracer" for x in flat)
+
+
+def _is_concrete(x: Any) -> bool:
+    """Whether ``x`` has a value now: not a tracer, or one of jax.grad over concrete values
+    (call_tf then runs TensorFlow eagerly); under jax.jit it has none. JAX keeps the
+    question private; without it, every tracer counts as staged."""
+    import jax
+
+    is_concrete = getattr(jax._src.core, "is_concrete", None)
+    return not _is_tracer(x) or (is_concrete is not None and bool(is_concrete(x)))
+
+
+def _check_stageable(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: str) -> bool:
     """Refuse, before JAX lowers the call (where call_tf raises its raw errors, outside
     this bridge), a TensorFlow function that call_tf cannot stage for the static input
     signature ``key``: one that writes variables, or one XLA cannot compile (string ops)."""
     import tensorflow as tf
 
     if not all(isinstance(d, int) for shape, _ in key for d in shape):
-        return  # symbolic (jax.export) dims: TF cannot take them as static shapes
+        return True  # symbolic (jax.export) dims: TF cannot take them as static shapes
     specs = [tf.TensorSpec(shape, tf.as_dtype(dtype)) for shape, dtype in key]
     compiled = tf.function(tf_flat, autograph=False, jit_compile=True)
     try:
@@ -535,7 +557,7 @@ def _check_stageable(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: st
         # Nothing to tell before call_tf: it raises the same trouble itself (and the caller
         # wraps it), or traces where this cannot (a jax2tf function inside refuses to
         # convert while a JAX transformation traces, and call_tf steps out of it).
-        return
+        return True
     writes = sorted(operations(graph.as_graph_def()) & WRITES)
     if writes:
         raise ConversionError(
@@ -556,6 +578,7 @@ def _check_stageable(tf_flat: Callable[..., Any], key: tuple[Any, ...], name: st
             "(TensorFlow then runs it as it is), or keep what XLA cannot compile (string ops, "
             "tf.py_function, shapes that depend on values) out of the function."
         ) from exc
+    return True
 
 
 def _tf_vjp(tf_flat: Callable[..., Any]) -> Callable[[Any, Any], Any]:

@@ -150,6 +150,44 @@ def blocking_operations(fn: Any) -> str | None:
     return None
 
 
+def _dtype_fixes(
+    tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], found: Any
+) -> list[Any]:
+    """Per output of tf2jax's JAX code (``found``: its shapes and dtypes), TensorFlow's dtype
+    where tf2jax returns another (PopulationCount: the input's, where TensorFlow's is uint8),
+    else None. A 64-bit TensorFlow dtype is JAX's 32-bit one without x64: not a fix."""
+    import jax
+    import numpy as np
+    import tensorflow as tf
+
+    got = jax.tree_util.tree_leaves(found)
+    try:
+        want = tf.nest.flatten(tf_fn.get_concrete_function(*args, **kwargs).structured_outputs)
+    except Exception:  # nothing to compare with: tf2jax's dtypes stand
+        return [None] * len(got)
+    if len(want) != len(got):
+        return [None] * len(got)
+    fixes: list[Any] = []
+    for g, w in zip(got, want, strict=True):
+        dtype = np.dtype(w.dtype.as_numpy_dtype) if isinstance(w, tf.Tensor) else None
+        narrowed = dtype is not None and jax.dtypes.canonicalize_dtype(dtype) != dtype
+        fixes.append(dtype if dtype is not None and not narrowed and g.dtype != dtype else None)
+    return fixes
+
+
+def _cast_outputs(outputs: Callable[..., Any], casts: list[Any]) -> Callable[..., Any]:
+    """``outputs`` whose results take the dtypes ``casts`` gives (None: as they are)."""
+    import jax
+
+    def cast(params: Any, arrays: list[Any]) -> Any:
+        out = outputs(params, arrays)
+        leaves, tree = jax.tree_util.tree_flatten(out)
+        fixed = [x if d is None else x.astype(d) for x, d in zip(leaves, casts, strict=True)]
+        return jax.tree_util.tree_unflatten(tree, fixed)
+
+    return cast
+
+
 class Converted:
     """One input signature's conversion: the jitted JAX function and the parameters, or
     the reason tf2jax could not convert (or run) it."""
@@ -236,7 +274,10 @@ class NativeJaxFunction:
             except InteropError:
                 raise
             except Exception as exc:  # converted, but tf2jax's JAX code cannot run it
-                converted = self._cannot_run(key, args, kwargs, exc)
+                # A concrete call's failure holds for its signature; a transformation's
+                # (jax.grad of a PreventGradient) holds for that call only.
+                traced = _traced((args, kwargs))
+                converted = self._cannot_run(None if traced else key, args, kwargs, exc, traced)
         if converted.refusal and _traced((args, kwargs)):
             raise ConversionError(converted.refusal) from converted.cause
         return self._via_call_tf()(*args, **kwargs)
@@ -245,14 +286,18 @@ class NativeJaxFunction:
         """``fn(*args, **kwargs)`` with the variables set to ``params`` (a pytree like
         :attr:`params`): differentiate with respect to them with ``jax.grad``."""
         args, kwargs = self._jax_leaves(args, kwargs)
-        converted, arrays, key = self._for(args, kwargs)
+        converted, arrays, _ = self._for(args, kwargs)
         if converted.run is not None:
             try:
                 return self._run(converted, params, arrays)
             except InteropError:
                 raise
-            except Exception as exc:
-                converted = self._cannot_run(key, args, kwargs, exc)
+            except Exception as exc:  # the params given (a missing variable) or the code
+                raise ConversionError(
+                    f"{self._name} failed as JAX code with the parameters given: "
+                    f"{type(exc).__name__}: {first_line(exc)}\nPass a pytree like g.params "
+                    "(every variable, each of its shape and dtype)."
+                ) from exc
         raise ConversionError(
             f"{self._name} runs through call_tf, which takes no parameters: {converted.fallback}"
         )
@@ -286,8 +331,19 @@ class NativeJaxFunction:
         import jax
         import numpy as np
 
-        plain = (jax.Array, jax.core.Tracer, np.ndarray, np.generic, int, float, bool, complex)
-        if all(isinstance(x, plain) for x in jax.tree_util.tree_leaves((args, kwargs))):
+        plain = (jax.Array, jax.core.Tracer, int, float, bool, complex)
+        x64 = jax.config.read("jax_enable_x64")
+
+        def kept(x: Any) -> bool:
+            # A 64-bit numpy array would be narrowed silently by JAX without x64: to()
+            # refuses it, naming the switch, as for any array into JAX (an input_signature
+            # checks dtypes itself, and says which it declares).
+            if isinstance(x, (np.ndarray, np.generic)):
+                wide = x.dtype.itemsize >= 8 and x.dtype.kind in "iufc"
+                return x64 or not wide or self._expected is not None
+            return isinstance(x, plain)
+
+        if all(kept(x) for x in jax.tree_util.tree_leaves((args, kwargs))):
             return args, kwargs
         return self._ctx.to((args, kwargs), "jax")  # type: ignore[no-any-return]
 
@@ -319,13 +375,21 @@ class NativeJaxFunction:
             return tf.compat.v1.GraphDef()
 
     def _cannot_run(
-        self, key: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: Exception
+        self,
+        key: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        exc: Exception,
+        once: bool = False,
     ) -> Converted:
         """What replaces a conversion that failed when it ran (``key``'s signature, or the
-        declared one for None): the call_tf route, with the reason, and a refusal of traced
-        calls when an output shape depends on input values."""
+        declared one for None; for this call only when ``once``): the call_tf route, with
+        the reason, and a refusal of traced calls when an output shape depends on input
+        values."""
         spec_args, spec_kwargs = _specs((args, kwargs))
         converted = self._unrunnable(spec_args, spec_kwargs, exc)
+        if once:
+            return converted
         if key is None:
             self._declared = converted
         else:
@@ -371,6 +435,7 @@ class NativeJaxFunction:
         """The call's leaves as the input_signature's tensors: a Python number takes the
         declared dtype (it has none of its own); an array must have it already, as a
         tf.Tensor must (TensorFlow casts numpy arrays silently; this bridge never does)."""
+        import jax
         import jax.numpy as jnp
         import numpy as np
 
@@ -394,6 +459,13 @@ class NativeJaxFunction:
                     f"{self._name}: argument {i} has dtype {np.dtype(x.dtype).name}, where its "
                     f"input_signature declares {np.dtype(dtype).name}; the bridge does not "
                     f"cast silently.\nCast it first (x.astype({np.dtype(dtype).name!r}))."
+                )
+            elif np.dtype(x.dtype) != jax.dtypes.canonicalize_dtype(x.dtype):
+                raise ConversionError(
+                    f"{self._name}: argument {i} is {np.dtype(x.dtype).name}, as its "
+                    "input_signature declares, but jax_enable_x64 is off: JAX would narrow it "
+                    "silently.\nEnable x64 (jax.config.update('jax_enable_x64', True)), or "
+                    "declare and pass a 32-bit dtype."
                 )
             else:
                 fitted.append(x)
@@ -432,11 +504,16 @@ class NativeJaxFunction:
                 if _is_array(x)
             ]
             try:
-                jax.eval_shape(outputs, params, shapes)
+                found = jax.eval_shape(outputs, params, shapes)
             except Exception as exc:
                 return self._unrunnable(args, kwargs, exc)
-        with self._lock:  # every signature uses the values of the first conversion
-            if self._params is None:
+            casts = _dtype_fixes(self._tf_fn, args, kwargs, found)
+            if any(d is not None for d in casts):
+                outputs = _cast_outputs(outputs, casts)
+        # Made concrete even when this conversion runs under jax.jit (a tracer kept in
+        # g.params would leak out of that trace).
+        with self._lock, jax.ensure_compile_time_eval():
+            if self._params is None:  # every signature uses the values of the first one
                 self._params = jax.tree_util.tree_map(jax.numpy.asarray, params)
             values = self._params
         return Converted(jax.jit(outputs), values, "")

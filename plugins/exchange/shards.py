@@ -14,7 +14,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from interop_core.plugin import CallContext, ConversionError, OptionError, c_strides
+from interop_core.plugin import (
+    CallContext,
+    ConversionError,
+    CopyRequiredError,
+    OptionError,
+    RefusedEdge,
+    c_strides,
+)
 
 from ..frameworks.jax import as_device
 from ..frameworks.numpy import aligned_empty
@@ -254,6 +261,10 @@ def import_to_device(x: Any, device: Any) -> Any:
     return arr if arr.devices() == {device} else jax.device_put(arr, device)
 
 
+#: The edge whose refusal a copy=False call that meets a block to copy reports.
+_EDGE, _PLUGIN = "DTensor shards as a jax.Array", "interop_plugins.exchange.sharding"
+
+
 def _block_copy_reason(t: Any, device: Any) -> str | None:
     """Why the block ``t`` cannot be shared with jax on ``device`` (None: it can)."""
     if not t.is_contiguous():
@@ -271,10 +282,15 @@ def tensor_to_jax_device(t: Any, device: Any, copy: bool | None = None) -> Any:
     reason = _block_copy_reason(t, device)
     if reason is not None:
         if copy is False:
-            raise ConversionError(
-                f"copy=False, but a block of shape {tuple(t.shape)} must be copied onto "
-                f"{device}: {reason}. Pass copy=None, or a sharding= whose blocks are whole "
-                "rows of the rank's local tensor."
+            why = (
+                f"a block of shape {tuple(t.shape)} must be copied onto {device}: {reason}. "
+                "JAX shares only contiguous, 64-byte aligned blocks (torch's own allocations "
+                "are aligned; .contiguous() copies a strided tensor; with sharding=, choose "
+                "blocks that are whole rows of the local tensor)"
+            )
+            raise CopyRequiredError(
+                "a DTensor's local tensor into jax",
+                [RefusedEdge(_EDGE, _PLUGIN, "torch->jax", why, "jax", "torch")],
             )
         if not t.is_contiguous():
             t = t.contiguous()
