@@ -7,8 +7,10 @@ mode only. Variables become parameters: ``g.params`` holds their values at conve
 respect to them is TensorFlow's gradient. A function with an ``input_signature`` converts
 when ``to()`` is called (once, at any batch size where the signature has ``None``); others
 convert on their first call per input signature. Where tf2jax cannot convert a function
-(string ops, ``tf.py_function``: "Unsupported operations in graph"), that signature runs
-through the call_tf bridge instead and ``g.fallback`` says why. ``trace=False`` asks for the
+(string ops, ``tf.py_function``: "Unsupported operations in graph") or its JAX code cannot
+run (jax2tf's XlaCallModule ops under this JAX; a shape that depends on values, which then
+runs on concrete arrays only), that signature runs through the call_tf bridge instead and
+``g.fallback`` says why. ``trace=False`` asks for the
 call_tf route from the start. tf2jax is imported only when a function is converted.
 """
 
@@ -551,8 +553,9 @@ def interop_converters() -> list[ConverterSpec]:
                 "jvp and jacfwd all work, and g.params / g.apply(params, ...) expose the "
                 "variables; g(*args) uses their values at conversion time. A function with "
                 "an input_signature converts now; others on their first call per signature. "
-                "Where tf2jax cannot convert (string ops, tf.py_function) that signature runs "
-                "through call_tf and g.fallback says why; trace=False (or call_tf's "
+                "Where tf2jax cannot convert (string ops, tf.py_function) or run it (jax2tf's "
+                "XlaCallModule, shapes that depend on values) that signature runs through "
+                "call_tf and g.fallback says why; trace=False (or call_tf's "
                 "output_shape_dtype=) asks for call_tf"
             ),
         )
