@@ -21,11 +21,11 @@ TensorFlow allocate aligned memory), the arrays the project promises to share.
 
 from __future__ import annotations
 
-import ctypes
 from typing import Any
 
 import pytest
 from conftest import need
+from pointers import X64, ptr, x64
 
 from interop_core import CopyRequiredError, NoRouteError, explain, to
 
@@ -36,6 +36,8 @@ tf = need("tensorflow")
 jnp = jax.numpy
 
 FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow")
+MUTABLE = ("numpy", "torch")
+SRC = "upstream: data-apis/array-api-tests/array_api_tests"
 PAIRS = [(s, t) for s in FRAMEWORKS for t in FRAMEWORKS]
 CROSS = [(s, t) for s, t in PAIRS if s != t]
 #: The dtypes the standard names (``hh.all_dtypes``).
@@ -45,41 +47,6 @@ DTYPES = (
     "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
-X64 = ("int64", "uint64", "float64", "complex128")
-MUTABLE = ("numpy", "torch")
-SRC = "upstream: data-apis/array-api-tests/array_api_tests"
-
-
-def x64() -> bool:
-    return bool(jax.config.jax_enable_x64)
-
-
-# -- each framework's own view of an array ---------------------------------------------------
-
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def tf_ptr(t: Any) -> int:
-    """Address of a tf.Tensor's first element, from TensorFlow's own DLPack export
-    (DLTensor: ``data`` at byte 0, ``byte_offset`` at byte 40)."""
-    capsule = tf.experimental.dlpack.to_dlpack(t)
-    dl = _get_pointer(capsule, b"dltensor")
-    data = ctypes.c_void_p.from_address(dl).value or 0
-    return data + ctypes.c_uint64.from_address(dl + 40).value
-
-
-def ptr(x: Any) -> int:
-    """Address of ``x``'s first element, read with its framework's own API."""
-    if isinstance(x, np.ndarray):
-        return int(x.__array_interface__["data"][0])
-    if isinstance(x, torch.Tensor):
-        return int(x.data_ptr())
-    if isinstance(x, jax.Array):
-        return int(x.unsafe_buffer_pointer())
-    assert isinstance(x, tf.Tensor), type(x)
-    return tf_ptr(x)
 
 
 def values(x: Any) -> Any:

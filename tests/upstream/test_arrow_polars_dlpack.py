@@ -30,7 +30,6 @@ framework's own pointer API (Arrow's ``buffers()[1].address``, polars' zero-copy
 
 from __future__ import annotations
 
-import ctypes
 import datetime
 import decimal
 import pathlib
@@ -39,6 +38,7 @@ from typing import Any
 
 import pytest
 from conftest import need
+from pointers import X64, ptr, tf_ptr, x64
 
 from interop_core import (
     ConversionError,
@@ -57,39 +57,6 @@ jax = need("jax")
 tf = need("tensorflow")
 
 TARGETS = ("numpy", "torch", "jax", "tensorflow")
-X64 = ("int64", "uint64", "float64", "complex128")
-
-
-def x64() -> bool:
-    return bool(jax.config.jax_enable_x64)
-
-
-# -- each framework's own view of an array ---------------------------------------------------
-
-_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_get_pointer.restype = ctypes.c_void_p
-_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def tf_ptr(t: Any) -> int:
-    """Address of a tf.Tensor's first element, from TensorFlow's own DLPack export
-    (DLTensor: ``data`` at byte 0, ``byte_offset`` at byte 40)."""
-    capsule = tf.experimental.dlpack.to_dlpack(t)
-    dl = _get_pointer(capsule, b"dltensor")
-    data = ctypes.c_void_p.from_address(dl).value or 0
-    return data + ctypes.c_uint64.from_address(dl + 40).value
-
-
-def ptr(x: Any) -> int:
-    """Address of ``x``'s first element, read with its framework's own API."""
-    if isinstance(x, np.ndarray):
-        return int(x.__array_interface__["data"][0])
-    if isinstance(x, torch.Tensor):
-        return int(x.data_ptr())
-    if isinstance(x, jax.Array):
-        return int(x.unsafe_buffer_pointer())
-    assert isinstance(x, tf.Tensor), type(x)
-    return tf_ptr(x)
 
 
 def arrow_ptr(arr: Any) -> int:
