@@ -33,7 +33,7 @@ from interop_core.plugin import (
 
 from .jax_tf import tf_to_jax
 from .shared import SignatureCache, first_line, function_edge, function_name
-from .tf_graphs import WRITES, operations, static_shapes, value_dependent_op
+from .tf_graphs import WRITES, nodes, operations, static_shapes, value_dependent_op
 
 _ASKED_CALL_TF = "output_shape_dtype= was passed: it declares call_tf's outputs, so call_tf runs it"
 #: Conversions kept per function (one per input signature).
@@ -102,9 +102,8 @@ def _unparsable_modules(graph_def: Any, tf2jax_ops: Any) -> str:
     reads them all): tf2jax 0.3.8 under jax 0.10.2 reads none ("An MLIR function requires
     a Context"). Parsing one is what tf2jax does first with it; running it can fail later
     still, which the converted function meets at its first call (and falls back then)."""
-    nodes = [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]
     parse = tf2jax_ops.get_parser("XlaCallModule")
-    for node in nodes:
+    for node in nodes(graph_def):
         if node.op == "XlaCallModule":
             try:
                 parse(node)
@@ -278,8 +277,7 @@ class NativeJaxFunction:
             except Exception as exc:  # converted, but tf2jax's JAX code cannot run it
                 # A concrete call's failure holds for its signature; a transformation's
                 # (jax.grad of a PreventGradient) holds for that call only.
-                traced = _traced((args, kwargs))
-                converted = self._cannot_run(None if traced else key, args, kwargs, exc, traced)
+                converted = self._cannot_run(key, args, kwargs, exc, _traced((args, kwargs)))
         if converted.refusal and _traced((args, kwargs)):
             raise ConversionError(converted.refusal) from converted.cause
         return self._via_call_tf()(*args, **kwargs)
@@ -333,16 +331,17 @@ class NativeJaxFunction:
         import jax
         import numpy as np
 
+        from ..frameworks.jax import X64
+
         plain = (jax.Array, jax.core.Tracer, int, float, bool, complex)
-        x64 = jax.config.read("jax_enable_x64")
+        x64 = X64.read()
 
         def kept(x: Any) -> bool:
             # A 64-bit numpy array would be narrowed silently by JAX without x64: to()
             # refuses it, naming the switch, as for any array into JAX (an input_signature
             # checks dtypes itself, and says which it declares).
             if isinstance(x, (np.ndarray, np.generic)):
-                wide = x.dtype.itemsize >= 8 and x.dtype.kind in "iufc"
-                return x64 or not wide or self._expected is not None
+                return x64 or x.dtype.name not in X64.dtypes or self._expected is not None
             return isinstance(x, plain)
 
         if all(kept(x) for x in jax.tree_util.tree_leaves((args, kwargs))):

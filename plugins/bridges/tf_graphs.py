@@ -12,6 +12,7 @@ Imports no framework at module level.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 #: Operations that write a variable: JAX code cannot hand the writes back (tf2jax returns the
@@ -37,13 +38,17 @@ _WHAT = {
 }
 
 
-def operations(graph_def: Any) -> set[str]:
-    """The operation types of a GraphDef, its library's functions (loop and branch bodies,
-    nested tf.functions) included."""
-    found = {node.op for node in graph_def.node}
+def nodes(graph_def: Any) -> Iterator[Any]:
+    """The NodeDefs of a GraphDef, its library's functions (loop and branch bodies, nested
+    tf.functions) included."""
+    yield from graph_def.node
     for function in graph_def.library.function:
-        found.update(node.op for node in function.node_def)
-    return found
+        yield from function.node_def
+
+
+def operations(graph_def: Any) -> set[str]:
+    """The operation types of a GraphDef's :func:`nodes`."""
+    return {node.op for node in nodes(graph_def)}
 
 
 def value_dependent_op(tf_fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """Each framework's own view of an array, shared by the upstream DLPack suites: the address
-of its first element read with the framework's own API (never through interop_core), and
-JAX's x64 switch, which decides whether 64-bit dtypes cross into JAX.
+of its first element and its values, read with the framework's own API (never through
+interop_core), and JAX's x64 switch, which decides whether 64-bit dtypes cross into JAX.
 
 Needs numpy, torch, JAX and TensorFlow: a suite importing it is skipped without them.
 """
@@ -49,3 +49,14 @@ def ptr(x: Any) -> int:
         return int(x.unsafe_buffer_pointer())
     assert isinstance(x, tf.Tensor), type(x)
     return tf_ptr(x)
+
+
+def host(x: Any) -> Any:
+    """``x``'s values as a numpy array, read with its framework's own API."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, torch.Tensor):
+        return x.numpy()
+    if isinstance(x, jax.Array):
+        return np.asarray(x)
+    return x.numpy()

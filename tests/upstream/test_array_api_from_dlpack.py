@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import need
-from pointers import X64, ptr, x64
+from pointers import X64, host, ptr, x64
 
 from interop_core import CopyRequiredError, NoRouteError, explain, to
 
@@ -47,17 +47,6 @@ DTYPES = (
     "uint8", "uint16", "uint32", "uint64",
     "float32", "float64", "complex64", "complex128",
 )  # fmt: skip
-
-
-def values(x: Any) -> Any:
-    """``x``'s values as a numpy array, read with its framework's own API."""
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, torch.Tensor):
-        return x.numpy()
-    if isinstance(x, jax.Array):
-        return np.asarray(x)
-    return x.numpy()
 
 
 def dtype_name(x: Any) -> str:
@@ -167,7 +156,7 @@ def test_from_dlpack_keeps_shape_dtype_values_and_shares(
     assert isinstance(y, TYPES[target])
     assert dtype_name(y) == dtype
     assert tuple(y.shape) == ref.shape
-    np.testing.assert_array_equal(values(y), ref, strict=True)
+    np.testing.assert_array_equal(host(y), ref, strict=True)
     assert device_of(y) == device_of(x) == "cpu:0"
     route = explain(x, target)
     assert route.zero_copy and route.copies == 0, str(route)
@@ -200,7 +189,7 @@ def test_from_dlpack_copy_and_device(
     y = to(x, target, **kw)
     assert isinstance(y, TYPES[target])
     assert device_of(y) == (device_of(x) if device is None else "cpu:0")
-    np.testing.assert_array_equal(values(y), ref, strict=True)
+    np.testing.assert_array_equal(host(y), ref, strict=True)
     route = explain(x, target, **kw)
     if copy:
         assert ptr(y) != ptr(x)
@@ -223,18 +212,18 @@ def test_from_dlpack_copy_false_refuses_what_must_be_copied(source: str, target:
     consumer takes strided memory (numpy, torch) the transposed view is shared."""
     ref = reference("float32")
     x = build(source, ref.T.copy()).T  # a (2, 3) view, F-ordered (JAX and TF have none)
-    np.testing.assert_array_equal(values(x), ref)
+    np.testing.assert_array_equal(host(x), ref)
     if target in ("numpy", "torch"):
         y = to(x, target, copy=False)
         assert ptr(y) == ptr(x)
-        np.testing.assert_array_equal(values(y), ref, strict=True)
+        np.testing.assert_array_equal(host(y), ref, strict=True)
         return
     with pytest.raises(CopyRequiredError) as info:
         to(x, target, copy=False)
     assert isinstance(info.value, BufferError)
     y = to(x, target)  # copy=None: one reported copy instead
     assert explain(x, target).copies == 1
-    np.testing.assert_array_equal(values(y), ref, strict=True)
+    np.testing.assert_array_equal(host(y), ref, strict=True)
 
 
 # -- test_dlpack.py::test_dlpack_device / test_dunder_dlpack ------------------------------------
@@ -314,10 +303,10 @@ def test_asarray_copy_rule_after_the_source_is_written(
     out = to(x, target, copy=copy)
     old = float(ref[1, 2])
     x[1, 2] = -42.0
-    assert float(values(x)[1, 2]) == -42.0  # the write happened (upstream's sanity check)
-    seen = float(values(out)[1, 2])
+    assert float(host(x)[1, 2]) == -42.0  # the write happened (upstream's sanity check)
+    seen = float(host(out)[1, 2])
     assert seen == (old if copy else -42.0)
     expected = ref.copy()
     if not copy:
         expected[1, 2] = -42.0
-    np.testing.assert_array_equal(values(out), expected)
+    np.testing.assert_array_equal(host(out), expected)

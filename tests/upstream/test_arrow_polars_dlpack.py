@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 from conftest import need
-from pointers import X64, ptr, tf_ptr, x64
+from pointers import X64, host, ptr, tf_ptr, x64
 
 from interop_core import (
     ConversionError,
@@ -71,17 +71,6 @@ def polars_ptr(s: Any) -> int:
 
 
 TYPES = {"numpy": np.ndarray, "torch": torch.Tensor, "jax": jax.Array, "tensorflow": tf.Tensor}
-
-
-def host(x: Any) -> Any:
-    """``x``'s values as numpy, read with its framework's own API."""
-    if isinstance(x, np.ndarray):
-        return x
-    if isinstance(x, torch.Tensor):
-        return x.numpy()
-    if isinstance(x, jax.Array):
-        return np.asarray(x)
-    return x.numpy()
 
 
 def dtype_name(x: Any) -> str:
