@@ -236,3 +236,42 @@ def test_every_public_name_loads_on_first_use_as_its_defining_modules_object() -
     assert checked == result["lazy"]
     assert eager | set(checked) | {"__version__"} == set(interop_core.__all__)
     assert not eager & set(checked)
+
+
+#: (source, target) pairs whose calls must load only the frameworks they name (rule 10).
+_NAMED_PAIRS = [("numpy", "torch"), ("torch", "numpy"), ("numpy", "numpy"), ("torch", "torch")]
+
+
+@pytest.mark.parametrize("x64_env", ["", "1"], ids=["x64-unset", "JAX_ENABLE_X64=1"])
+@pytest.mark.parametrize(
+    ("source", "target"), _NAMED_PAIRS, ids=[f"{s}-{t}" for s, t in _NAMED_PAIRS]
+)
+def test_a_call_loads_only_the_frameworks_it_names(source: str, target: str, x64_env: str) -> None:
+    """Planning reads the switches of frameworks the call does not name (JAX's x64, which a
+    route through JAX would need for 64-bit dtypes) without importing them: to() and
+    explain() of every dtype, copied or not, in a container too, load only the two named."""
+    need("numpy")
+    need("torch")
+    env = {"JAX_ENABLE_X64": x64_env} if x64_env else {}
+    result = run_python(
+        f"""
+        import os
+        os.environ.update({env!r})
+        import numpy as np
+        import torch
+        from interop_core import explain, to
+        loaded_before = frameworks()
+        for dtype in ("float64", "int64", "complex128", "float32", "int32", "bool", "uint8"):
+            x = np.arange(6).astype(dtype).reshape(2, 3)
+            x = torch.from_numpy(x) if {source!r} == "torch" else x
+            for copy in (None, True):
+                y = to(x, {target!r}, copy=copy)
+                assert type(y).__module__.partition(".")[0] == {target!r}, type(y)
+                assert str(y.dtype).rpartition(".")[2] == dtype, (y.dtype, dtype)
+                explain(x, {target!r}, copy=copy)
+            to({{"a": x, "b": [x]}}, {target!r})
+        print(json.dumps({{"before": loaded_before, "loaded": frameworks()}}))
+        """
+    )
+    assert result["before"] == ["numpy", "torch"]
+    assert result["loaded"] == ["numpy", "torch"]

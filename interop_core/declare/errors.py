@@ -175,6 +175,17 @@ class NoRouteError(InteropError, LookupError):
         super().__init__(f"No route {what}{lead}.\nConverters refused:\n{_listing(shown)}{tail}")
 
 
+#: What makes zero-copy possible, by the category of the refusal that decided: the advice
+#: a CopyRequiredError gives before "pass copy=None".
+_ZERO_COPY_FIX = {
+    UNALIGNED: (
+        "For zero-copy, the buffer must start 64-byte aligned: numpy arrays made inside "
+        "`with interop_core.aligned_memory():` are (or after interop_core."
+        "set_aligned_memory(True)); to(x, 'numpy', copy=True) makes one aligned copy to reuse.\n"
+    ),
+}
+
+
 class CopyRequiredError(InteropError, BufferError):
     """copy=False was asked but every route copies; the message says why each edge refused."""
 
@@ -186,9 +197,10 @@ class CopyRequiredError(InteropError, BufferError):
     ) -> None:
         self.refused = list(refused)
         shown = shown_refusals(self.refused if relevant is None else relevant)
+        fix = _ZERO_COPY_FIX.get(shown[0].category, "") if shown else ""
         super().__init__(
             f"Cannot convert {what} without a copy (copy=False). Zero-copy converters refused:\n"
-            f"{_listing(shown)}\nPass copy=None to allow a copy, or copy=True to force one."
+            f"{_listing(shown)}\n{fix}Pass copy=None to allow a copy, or copy=True to force one."
         )
 
 

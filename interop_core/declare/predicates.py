@@ -7,6 +7,7 @@ PlanKey fields, so the plan cache stays faithful.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,17 +31,29 @@ class GlobalFlag:
     """A process-wide switch of a consumer that must be on for some dtypes.
 
     JAX's ``jax_enable_x64`` is the model: without it JAX narrows 64-bit inputs. The plan
-    cache keys a request by ``read()`` only when its dtype is in ``dtypes``, so the flag
+    cache keys a request by :meth:`value` only when its dtype is in ``dtypes``, so the flag
     costs nothing on routes that do not depend on it.
     """
 
-    #: The flag's current value (True: the dtypes are accepted).
+    #: The flag's current value (True: the dtypes are accepted), read from the framework.
     read: Callable[[], bool]
     dtypes: frozenset[str]
     #: The refusal, with ``{dtype}`` filled in: what is off and how to turn it on.
     reason: str
     #: The switch's name, for records and messages ("jax_enable_x64").
     name: str = ""
+    #: The module that holds the switch ("jax") and the value it will have when that module
+    #: is imported (JAX's reads ``JAX_ENABLE_X64``): while the module is not imported,
+    #: :meth:`value` asks ``unloaded`` instead of ``read``, so planning a call that does not
+    #: name the framework never imports it to read its switch (rule 10).
+    module: str = ""
+    unloaded: Callable[[], bool] | None = None
+
+    def value(self) -> bool:
+        """The flag's value, read without importing :attr:`module` when it is not loaded."""
+        if self.unloaded is not None and self.module not in sys.modules:
+            return self.unloaded()
+        return self.read()
 
 
 _WRITABLE_ALIAS = (
@@ -94,7 +107,7 @@ class Needs:
         if dtype in self.no_dtypes:
             return Reason(self.dtype_reason or f"cannot take dtype {dtype}", DTYPE)
         switch = self.flag
-        if switch is not None and dtype in switch.dtypes and not switch.read():
+        if switch is not None and dtype in switch.dtypes and not switch.value():
             return Reason(switch.reason.format(dtype=dtype), GLOBAL_FLAG, switch.name)
         if key.flags:
             for flag in sorted(key.flags & self.no_flags):

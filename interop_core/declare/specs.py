@@ -10,7 +10,7 @@ and to import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -626,6 +626,11 @@ class ConverterSpec:
     result_kind: str = ""
     #: Options of ``to()`` the converter takes; the user's values reach it in its context.
     options: tuple[str, ...] = ()
+    #: Checks the values given for ``options`` (a mapping of those passed) and raises
+    #: OptionError naming what is wrong; run when the route is found, by to() and explain()
+    #: alike, so explain() refuses what to() would. Imports only the frameworks the
+    #: edge's ends name.
+    validate: Callable[[Mapping[str, Any]], None] | None = None
     #: The function is called as ``func(obj, ctx)`` with a :class:`~.context.CallContext`
     #: (device, the options it declared, a ``to()`` bound to the same registry snapshot).
     context: bool = False

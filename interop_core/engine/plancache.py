@@ -158,7 +158,7 @@ class PlanCache:
 def guarded(run: Runner, flags: tuple[GlobalFlag, ...]) -> Runner:
     """``run`` checking first that the flags still hold the values it was planned with."""
     if len(flags) == 1:
-        read, expected = flags[0].read, flags[0].read()
+        read, expected = flags[0].value, flags[0].value()
 
         def one(x: Any) -> Any:
             if read() != expected:
@@ -166,10 +166,10 @@ def guarded(run: Runner, flags: tuple[GlobalFlag, ...]) -> Runner:
             return run(x)
 
         return one
-    values = tuple(f.read() for f in flags)
+    values = tuple(f.value() for f in flags)
 
     def many(x: Any) -> Any:
-        if tuple(f.read() for f in flags) != values:
+        if tuple(f.value() for f in flags) != values:
             raise StalePlan
         return run(x)
 

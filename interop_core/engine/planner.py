@@ -178,13 +178,32 @@ class RouteTree:
         """True when every array leaf's result will share its memory."""
         return all(r.zero_copy for r in self.routes.values())
 
+    @property
+    def copies(self) -> int:
+        """The copies of all array leaves together (0: every result shares memory)."""
+        return sum(r.copies for r in self.routes.values())
+
+    @property
+    def bytes_copied(self) -> int:
+        """The bytes all array leaves' copies move (as :attr:`Route.bytes_copied` counts)."""
+        return sum(r.bytes_copied for r in self.routes.values())
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The caveats of every leaf's route, each once."""
+        return tuple(dict.fromkeys(n for r in self.routes.values() for n in r.notes))
+
+    @property
+    def refused(self) -> tuple[RefusedEdge, ...]:
+        """Why zero-copy edges were refused, over every leaf's route, each once."""
+        return tuple(dict.fromkeys(e for r in self.routes.values() for e in r.refused))
+
     def __str__(self) -> str:
         routes = self.routes
         copying = sum(not r.zero_copy for r in routes.values())
         lines = [f"{len(routes)} array(s), {copying} of them copied:"]
         lines += [f"  {path}: {route.summary()}" for path, route in routes.items()]
-        notes = dict.fromkeys(n for r in routes.values() for n in r.notes)
-        lines += [f"  note: {n}" for n in notes]
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -387,7 +406,7 @@ class Graph:
         if rules is None or (own is not None and _rank(own) < _ORDER[GLOBAL_FLAG]):
             return own
         for switch in rules.switches:
-            if key.dtype in switch.dtypes and not switch.read():
+            if key.dtype in switch.dtypes and not switch.value():
                 return Reason(switch.reason.format(dtype=key.dtype), GLOBAL_FLAG, switch.name)
         ruled = rules.imports(key) if rules.imports is not None else None
         if ruled is None or (own is not None and _rank(own) < _rank(ruled)):
@@ -615,13 +634,15 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
     # One copy between devices is the move itself: no refusal explains it (between host
     # devices, which share memory, a move need not copy).
     moved = copies == 1 and start.device != goal.device and not host_to_host
+    # A copy the caller asked for (copy=True) has no "why not".
+    asked = start.copy is True
     return Route(
         source=source_kind.node_name(start.framework, start.device),
         target=goal_kind.node_name(goal.framework, goal.device),
         steps=steps,
         copies=copies,
         bytes_copied=(copies - sum(bool(s.copies) for s in steps)) * nbytes,
-        refused=why if copies and not moved else (),
+        refused=why if copies and not moved and not asked else (),
         notes=notes,
         refusals=tuple(found.refused),
         kind=start.kind,

@@ -296,6 +296,10 @@ def _check_device(st: State, req: Request, goal: str) -> None:
     )
 
 
+#: How many converters taking a misplaced option an OptionError names, per option.
+_LISTED = 3
+
+
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in _options(st, e)}
@@ -309,19 +313,30 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     } | {e.opt_out for e in st.declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
+        for _, e, _ in found.path:
+            if e.validate is not None and e.options:
+                given = {k: v for k, v in req.options if k in e.options}
+                if given:
+                    e.validate(MappingProxyType(given))
         return
-    # The edges that take these options; when none does, every edge for such objects that
-    # takes any.
-    takers = [e for e in st.declared if set(unknown) & set(e.options)] or [
-        e for e in st.declared if e.options and e.kind == req.start.kind
-    ]
-    route = " -> ".join([req.start.framework, *(e.target for _, e, _ in found.path)])
-    # A misspelt name is the usual cause: suggest the close names valid on this route.
     import difflib
 
+    # The converters for such objects that take these options; for a name none takes (a
+    # misspelt one), those taking a close name: never the whole catalogue.
+    own = [e for e in st.declared if e.kind == req.start.kind and e.options]
+    names = {n for e in own for n in e.options}
+    wanted = {u: [u] if u in names else difflib.get_close_matches(u, names, n=2, cutoff=0.75)
+              for u in unknown}  # fmt: skip
+    takers = {n: [e for e in own if n in e.options] for ns in wanted.values() for n in ns}
+    route = " -> ".join([req.start.framework, *(e.target for _, e, _ in found.path)])
+    # A misspelt name is the usual cause: suggest the close names valid on this route.
     valid = {"device", "copy", "dtype", "source", *taken, *opt_ins}
     close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
     guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
+    elsewhere = [n for u in unknown for n in wanted[u] if n != u]
+    if not close and elsewhere:
+        guess = f"did you mean {', '.join(f'{m}=' for m in elsewhere)} (other routes take it)?"
+        close = elsewhere
     # The first line stays short; the listings follow, one item per line.
     lines = [
         f"Unknown option(s) {', '.join(unknown)} for the route {route}: "
@@ -331,7 +346,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
         + "; to() itself takes device=, copy=, dtype= and source=.",
     ]
     # An edge that takes the option but was refused says why the route could not use it.
-    wanting = {(e.name, e.plugin) for e in takers if set(unknown) & set(e.options)}
+    wanting = {(e.name, e.plugin) for n in unknown for e in takers.get(n, ())}
     refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
                if (r.converter, r.plugin) in wanting]  # fmt: skip
     if refused:
@@ -340,9 +355,13 @@ def _check_options(st: State, req: Request, found: Search) -> None:
         lines.append(
             "to() never casts: the result keeps the source's dtype unless dtype= is given."
         )
-    listing = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in takers]
-    none = f"No converter takes options for {req.kind.plural}."
-    lines += ["Options are taken by:", *listing] if listing else [none]
+    listing = [
+        f"  {n}=: {len(es)} converter(s), e.g. "
+        + ", ".join(f"{e.name} [{e.edge}]" for e in es[:_LISTED])
+        for n, es in takers.items()
+    ]
+    if listing:
+        lines += [f"Other routes for {req.kind.plural} take:", *listing]
     raise OptionError("\n".join(lines), unknown)
 
 

@@ -299,7 +299,7 @@ class _Kit:
                 continue
             if edge.target == target and edge.source != target:
                 for flag in graph.flags_read(edge, dtype):
-                    if not flag.read():
+                    if not flag.value():
                         return flag.reason.format(dtype=dtype)
         return None
 

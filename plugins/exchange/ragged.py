@@ -113,10 +113,17 @@ def _x64() -> bool:
     return x64_enabled()
 
 
+def _x64_unloaded() -> bool:
+    from ..frameworks.jax import x64_from_environment
+
+    return x64_from_environment()
+
+
 #: int64 row splits cross into jax only with x64 on (whatever the values' dtype, so the plan
 #: cache keys every such route by the switch).
 _X64_SPLITS = GlobalFlag(
-    name="jax_enable_x64", read=_x64, dtypes=frozenset(DTYPES),
+    name="jax_enable_x64", read=_x64, module="jax", unloaded=_x64_unloaded,
+    dtypes=frozenset(DTYPES),
     reason="jax_enable_x64 is off, so JAX holds no int64 row splits (they are narrowed to "
     "int32, one copy)",
 )  # fmt: skip

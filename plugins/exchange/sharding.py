@@ -16,7 +16,7 @@ Declarations only: the functions live in :mod:`.shards`, which imports the frame
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, hookimpl
@@ -70,6 +70,13 @@ def _load_to_dtensor() -> Callable[..., Any]:
     from .shards import jax_to_dtensor
 
     return jax_to_dtensor
+
+
+def _check_mesh(options: Mapping[str, Any]) -> None:
+    """mesh= must be a DeviceMesh (checked when the route is found: explain() refuses too)."""
+    from .shards import device_mesh
+
+    device_mesh(options["mesh"])
 
 
 def _load_from_dtensor() -> Callable[..., Any]:
@@ -129,7 +136,8 @@ def interop_converters() -> list[ConverterSpec]:
               "per shard: the shard at this rank's mesh coordinate -> torch.from_dlpack "
               "(zero-copy) -> DTensor.from_local(placements from the PartitionSpec); no data "
               "moves between processes",
-              options=("mesh",), context=True, opt_in="mesh", adds_flags=_SHARDED),
+              options=("mesh",), context=True, opt_in="mesh", adds_flags=_SHARDED,
+              validate=_check_mesh),
         _edge("DTensor shards as a jax.Array", "torch", "jax", _load_from_dtensor, True,
               Needs(flags=_SHARDED, no_flags=_OTHER_OPAQUE | {"partial"}),
               "per shard: each of this process's devices gets its block of the rank's local "

@@ -124,7 +124,8 @@ def local_region(
     return [(c * s, (c + 1) * s) for c, s in zip(chunk, size, strict=True)]
 
 
-def _device_mesh(value: Any) -> Any:
+def device_mesh(value: Any) -> Any:
+    """``value`` if it is a torch DeviceMesh, else the OptionError that says what mesh= takes."""
     from torch.distributed.device_mesh import DeviceMesh
 
     if not isinstance(value, DeviceMesh):
@@ -161,7 +162,7 @@ def jax_to_dtensor(x: Any, ctx: CallContext) -> Any:
     import torch
     from torch.distributed.tensor import DTensor
 
-    mesh = _device_mesh(ctx.option("mesh"))
+    mesh = device_mesh(ctx.option("mesh"))
     devices, names, spec = _jax_layout(x, mesh.ndim)
     if tuple(mesh.shape) != devices.shape:
         raise ConversionError(

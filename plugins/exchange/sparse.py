@@ -34,7 +34,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..frameworks.jax import x64_enabled
+from ..frameworks.jax import x64_enabled, x64_from_environment
 
 #: Flags no edge across frameworks takes: other opaque flags, grad, layouts only the
 #: array's own framework has.
@@ -57,6 +57,8 @@ _SCIPY_DTYPES = "scipy.sparse has no float16, bfloat16 or float8 arithmetic"
 _X64_INDICES = GlobalFlag(
     name="jax_enable_x64",
     read=x64_enabled,
+    module="jax",
+    unloaded=x64_from_environment,
     dtypes=frozenset(DTYPES),
     reason=(
         "jax_enable_x64 is off, so JAX would narrow the int64 indices to int32 (the copying "

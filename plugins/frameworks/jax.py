@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +34,21 @@ def x64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+def x64_from_environment() -> bool:
+    """The jax_enable_x64 JAX will start with, read without importing it: its
+    ``JAX_ENABLE_X64`` variable, in JAX's words for true (an unreadable value fails JAX's
+    own import, so it counts as off here)."""
+    return os.environ.get("JAX_ENABLE_X64", "").lower() in ("y", "yes", "t", "true", "on", "1")
+
+
 #: Every importer into JAX needs this flag for 64-bit dtypes (the spec's ``switches``: the
 #: planner applies it to every array edge into JAX); routes of other dtypes never read it
 #: (the plan cache keys only 64-bit requests by it).
 X64 = GlobalFlag(
     name="jax_enable_x64",
     read=x64_enabled,
+    module="jax",
+    unloaded=x64_from_environment,
     dtypes=frozenset({"int64", "uint64", "float64", "complex128"}),
     reason=(
         "jax_enable_x64 is off, so JAX would silently narrow {dtype} (to its 32-bit kind: int32, "
