@@ -99,6 +99,7 @@ def dali_session(session: nox.Session) -> None:
     pytest(
         session, "numpy,dali", "tests/test_pipelines.py", "tests/test_iterators.py",
         "tests/test_dali_hardening.py", "tests/upstream/test_dali_iterators.py",
+        "tests/test_dali_options.py",
     )  # fmt: skip
 
 

@@ -18,6 +18,14 @@ A scipy CSR array of float32 values (4 MiB of values: 1 Mi stored values, int32 
 Values are checked equal on every path before timing. Informational (the issue sets no
 number).
 
+What the structure check costs (issue 30): every sparse array's indices, pointers, lengths
+and order flags are checked before a framework reads them (scipy's in the scipy plugin's
+key(), on every call; the other frameworks' at their edges). The same ``to()`` with the
+check and with it switched off (the scipy plugin's check swapped for what its key read
+before: ``has_canonical_format``; the torch edge's for one returning the tensor), in the
+same rounds, for the 4 MiB arrays above and a 3 x 4 one; ``control`` is the unchecked
+call timed twice.
+
 Usage: python benchmarks/sparse.py [--quick]
 """
 
@@ -115,9 +123,72 @@ def section(quick: bool) -> Section:
     return title, HEAD, rows
 
 
+CHECK_HEAD = ["source -> target", "to() µs, checked", "to() µs, unchecked", "the check adds µs",
+              "checked / unchecked", "control"]  # fmt: skip
+
+
+def checks_section(quick: bool) -> Section:
+    """What the structure check costs a to() of a sparse array, before vs after."""
+    title = "Sparse: the structure check, per call (to() with and without it)"
+    if not installed("torch") or not installed("scipy"):
+        return title, CHECK_HEAD, [skip_row("scipy -> torch", "needs torch", len(CHECK_HEAD))]
+    import numpy as np
+    import scipy.sparse as sp
+    from interop_plugins.exchange import sparse_convert
+    from interop_plugins.frameworks import scipy as scipy_plugin
+
+    checked_scipy = scipy_plugin._checked
+    checked_torch = sparse_convert._CHECKS["torch"]
+
+    def unchecked_scipy(m: Any) -> bool:  # what key() read before the check
+        return bool(m.has_canonical_format) if m.format in ("coo", "csr") else False
+
+    def unchecked_torch(t: Any, cross: bool) -> Any:
+        return t
+
+    def sides(x: Any, target: str) -> list[Callable[[], Any]]:
+        def call(scipy_check: Any, torch_check: Any) -> Callable[[], Any]:
+            def run() -> Any:
+                scipy_plugin._checked = scipy_check
+                sparse_convert._CHECKS["torch"] = torch_check
+                return to(x, target)
+
+            return run
+
+        checked = call(checked_scipy, checked_torch)
+        unchecked = call(unchecked_scipy, unchecked_torch)
+        return [checked, unchecked, unchecked]
+
+    small = np.array([[0, 1.5, 0, 2], [0, 0, 0, 0], [-3, 0, 4, 0]], np.float32)
+    rows: list[Row] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch: "sparse CSR support is in beta"
+        big = matrix()
+        torch_csr = to(big, "torch")
+        cases = [
+            ("scipy CSR 4 MiB -> torch", big, "torch"),
+            ("scipy CSR 3x4 -> torch", sp.csr_array(small), "torch"),
+            ("scipy COO 4 MiB -> torch", big.tocoo(), "torch"),
+            ("torch CSR 4 MiB -> scipy", torch_csr, "scipy"),
+        ]
+        try:
+            for label, x, target in cases:
+                for side in sides(x, target):
+                    side()  # warm, and the same values both ways
+                t_on, t_off, t_again = interleaved_calls(sides(x, target), ROUNDS[quick], 20000.0)
+                rows.append([
+                    label, f"{t_on:.1f}", f"{t_off:.1f}", f"{t_on - t_off:.1f}",
+                    f"{t_on / t_off:.2f}x", f"{t_again / t_off:.3f}x",
+                ])  # fmt: skip
+        finally:
+            scipy_plugin._checked = checked_scipy
+            sparse_convert._CHECKS["torch"] = checked_torch
+    return title, CHECK_HEAD, rows
+
+
 def sections(quick: bool) -> list[Section]:
     """This module's sections, as (title, head, rows)."""
-    return [section(quick)]
+    return [section(quick), checks_section(quick)]
 
 
 def main() -> int:

@@ -20,6 +20,9 @@ rounds (A, B, B', A, B, B', ...): the ratio B'/B, the "control", is the noise of
    (the format of that cache): read-only memory, which ``to()`` copies for torch (rule 8).
    The values of the first batch are checked equal on every path before timing.
    Informational (the issue sets no number).
+3. What reading Arrow's validity bitmaps costs (issue 30: a recorded null count of 0 is not
+   believed over a bitmap, which is counted): a 4 MiB column into torch without a bitmap
+   and with one, against the same call with the count switched off.
 
 Usage: python benchmarks/tables.py [--quick]
 """
@@ -447,11 +450,70 @@ def one_torch_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+# -- 3. what reading the validity bitmap costs (issue 30) -------------------------------
+
+BITMAP_HEAD = ["pyarrow Array -> torch", "to() µs", "count off µs", "count alone µs",
+               "cost µs", "cost %", "control"]  # fmt: skip
+
+
+def _uncounted(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """``fn`` with frameworks/arrow.py's bitmap count made to say "no nulls" meanwhile."""
+    from interop_plugins.frameworks import arrow
+
+    real = arrow.bitmap_has_nulls
+
+    def none(*args: Any) -> bool:
+        return False
+
+    def run() -> Any:
+        arrow.bitmap_has_nulls = none
+        try:
+            return fn()
+        finally:
+            arrow.bitmap_has_nulls = real
+
+    return run
+
+
+def bitmap_section(quick: bool) -> Section:
+    """A float32 Arrow column of 4 MiB into torch, with no validity bitmap and with one
+    that marks every value valid (which Arrow may record as null_count 0, and an import
+    through the C data interface may record so over nulls): the bitmap is counted."""
+    title = (
+        'Tables, the validity bitmap read (issue 30): warm `to(x, "torch")` of a 4 MiB '
+        "float32 pyarrow Array (zero-copy) without a validity bitmap, and with one marking "
+        "every value valid, which is counted (a recorded null count of 0 is not believed "
+        "over a bitmap), vs the same call with the count switched off; paired rounds of "
+        "~0.5 ms, medians (µs per call), cost = the median of the rounds' differences; "
+        "control = a second run of the call"
+    )
+    if not (installed("pyarrow") and installed("torch")):
+        return title, BITMAP_HEAD, [skip_row("all", "needs pyarrow and torch", len(BITMAP_HEAD))]
+    import numpy as np
+    import pyarrow as pa
+    from interop_plugins.frameworks.arrow import bitmap_has_nulls
+    from ragged import cost_row  # benchmarks/ragged.py, beside this file
+
+    n = MiB
+    data = pa.array(np.random.default_rng(0).random(n, dtype=np.float32))
+    valid = pa.py_buffer(np.full(n // 8, 255, np.uint8))
+    masked = pa.Array.from_buffers(pa.float32(), n, [valid, data.buffers()[1]], null_count=-1)
+    assert masked.null_count == 0 and masked.buffers()[0] is not None
+    rows: list[Row] = []
+    rounds = COLUMN_ROUNDS[quick]
+    for label, arr in (("no bitmap", data), ("a bitmap, all valid", masked)):
+        ours = lambda a=arr: to(a, "torch")  # noqa: E731
+        assert ours().data_ptr() == arr.buffers()[1].address  # shared
+        alone = lambda a=arr: bitmap_has_nulls(a.buffers()[0] or valid, a.offset, len(a))  # noqa: E731
+        rows.append(cost_row(label, ours, _uncounted(ours), alone, rounds))
+    return title, BITMAP_HEAD, rows
+
+
 def sections(quick: bool) -> list[Section]:
     """This module's sections, as (title, head, rows): one column; the pipeline (torch on
-    one thread)."""
+    one thread); the validity bitmap's cost."""
     with one_torch_thread():
-        return [column_section(quick), pipeline_section(quick)]
+        return [column_section(quick), pipeline_section(quick), bitmap_section(quick)]
 
 
 def main() -> int:

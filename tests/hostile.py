@@ -117,3 +117,75 @@ class ShiftyInterface(Shifty):
 class ShiftyArray(Shifty):
     def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
         return self._next()
+
+
+# -- the buffer protocol: a memoryview that says what its exporter says ----------------------
+
+
+class _PyBuffer(ctypes.Structure):  # Py_buffer (Include/pybuffer.h)
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+_memoryview_from_buffer = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.POINTER(_PyBuffer))(
+    ("PyMemoryView_FromBuffer", ctypes.pythonapi)
+)
+#: What each lying buffer's memoryview points into and at, kept for the process's life (a
+#: memoryview made from a bare Py_buffer holds no reference to its memory).
+_HELD: list[Any] = []
+
+
+def lying_buffer(
+    keep: Any, address: int, shape: tuple[int, ...], *, strides: tuple[int, ...] | None = None,
+    fmt: bytes = b"f", itemsize: int = 4, length: int | None = None, readonly: bool = False,
+) -> memoryview:  # fmt: skip
+    """A memoryview whose buffer export says exactly this, checked by nothing: ``address``
+    (which must not be NULL), ``shape``, byte ``strides`` (None: C-contiguous), ``fmt``,
+    ``itemsize`` and ``length`` (the exporter's ``len``; None: what ``shape`` needs), as
+    an exporter written in C can. ``keep`` (the memory behind ``address``) lives as long
+    as the process."""
+    view = _PyBuffer()
+    view.buf = address
+    count = 1
+    for n in shape:
+        count *= n
+    view.len = count * itemsize if length is None else length
+    view.itemsize = itemsize
+    view.readonly = int(readonly)
+    view.ndim = len(shape)
+    view.format = fmt
+    dims = (ctypes.c_ssize_t * max(len(shape), 1))(*shape)
+    steps = None if strides is None else (ctypes.c_ssize_t * max(len(strides), 1))(*strides)
+    view.shape = dims
+    view.strides = steps
+    _HELD.append((keep, dims, steps, view, fmt))
+    return _memoryview_from_buffer(ctypes.byref(view))  # copies shape and strides
+
+
+class Interface:
+    """An object whose ``__array_interface__`` (or, ``cuda``, ``__cuda_array_interface__``)
+    is the dict given, and which keeps ``keep`` (the memory it points at) alive."""
+
+    def __init__(self, d: Any, keep: Any = None, *, cuda: bool = False) -> None:
+        self.__dict__["__cuda_array_interface__" if cuda else "__array_interface__"] = d
+        self.keep = keep
+
+
+def safetensors_bytes(header: Any, data: bytes = b"") -> bytes:
+    """A safetensors file's bytes: the header's length, the header (a dict, dumped as JSON,
+    or the raw bytes given) and ``data``, as a hostile writer may write them."""
+    import json
+
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    return len(raw).to_bytes(8, "little") + raw + data

@@ -663,6 +663,7 @@ def test_dali_iterators_that_cannot_restore_say_why(arrays: str) -> None:
     import interop_core
 
     built = dali_defs()[0](root=arrays, batch_size=4, num_threads=1, device_id=None)
+    built.build()  # by the caller: made unbuilt, to() would build it again from a checkpoint
     why = checkpointer(interop_core.to(built, "numpy", output_map=["x", "r"]))
     assert isinstance(why, str) and "built by the caller" in why and "@pipeline_def" in why
 

@@ -244,18 +244,16 @@ def test_casts_the_frameworks_cannot_make_say_so() -> None:
         to(t, tf, dtype="float8_e4m3fn")
 
 
-def test_a_source_without_a_cast_is_cast_in_the_target() -> None:
+def test_a_buffer_is_cast_before_it_is_shared() -> None:
+    """The buffer protocol's source casts itself (one reported copy, first), then the
+    cast array is shared with the target."""
     torch = need("torch")
     data = np.arange(4, dtype=np.float64)
-    view = memoryview(data)  # the buffer protocol: no framework of its own to cast in
+    view = memoryview(data)
     route = explain(view, "torch", dtype="float32")
-    last = route.steps[-1]
-    assert (last.converter, last.source, last.target) == (
-        "cast float64 -> float32",
-        "torch@cpu",
-        "torch@cpu",
-    )
-    assert "after the conversion to torch" in str(route)
+    first = route.steps[0]
+    assert (first.converter, first.zero_copy) == ("cast float64 -> float32", False)
+    assert route.copies == 1 and "dtype= casts float64 to float32" in str(route)
     out = to(view, "torch", dtype="float32")
     assert out.dtype == torch.float32 and out.tolist() == data.tolist()
 

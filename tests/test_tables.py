@@ -21,7 +21,14 @@ import pytest
 from adapters import own_ptr
 from conftest import need
 
-from interop_core import ConversionError, CopyRequiredError, OptionError, explain, to
+from interop_core import (
+    ConversionError,
+    CopyRequiredError,
+    InvalidArrayError,
+    OptionError,
+    explain,
+    to,
+)
 
 np = need("numpy")
 pa = need("pyarrow")
@@ -260,9 +267,8 @@ def test_nulls_mask(jax: Any) -> None:
 def test_options_of_columns_are_unknown_to_other_arrays() -> None:
     with pytest.raises(OptionError, match="nulls") as info:
         to({"a": np.ones(2)}, "numpy", nulls="mask")
-    assert "Arrow column as a numpy view [pyarrow->numpy array]: nulls, fill_value" in str(
-        info.value
-    )
+    takers = [line for line in str(info.value).splitlines() if line.startswith("  nulls=:")]
+    assert len(takers) == 1 and "converter(s), e.g." in takers[0], str(info.value)
 
 
 # -- columns no array holds ------------------------------------------------------------------
@@ -289,7 +295,7 @@ def test_columns_no_array_holds_are_refused_naming_each() -> None:
 
 def test_duplicate_column_names_are_refused() -> None:
     t = pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["x", "x"])
-    with pytest.raises(ConversionError, match="'x' appear more than once"):
+    with pytest.raises(InvalidArrayError, match="'x' appear more than once"):
         to(t, "numpy")
 
 

@@ -179,9 +179,9 @@ class NoRouteError(InteropError, LookupError):
 #: a CopyRequiredError gives before "pass copy=None".
 _ZERO_COPY_FIX = {
     UNALIGNED: (
-        "For zero-copy, the buffer must start 64-byte aligned: numpy arrays made inside "
+        "For zero-copy, the buffer must start 64-byte aligned: host arrays allocated inside "
         "`with interop_core.aligned_memory():` are (or after interop_core."
-        "set_aligned_memory(True)); to(x, 'numpy', copy=True) makes one aligned copy to reuse.\n"
+        "set_aligned_memory(True)); or make one aligned copy with copy=True and reuse it.\n"
     ),
 }
 
@@ -221,6 +221,14 @@ class ConversionError(InteropError, RuntimeError):
     # TF's autograph re-raises an exception met while tracing as its own type only when
     # that type's __init__ is Exception's (RuntimeError's is not): keep the type intact.
     __init__ = Exception.__init__
+
+
+class TensorFileError(InvalidArrayError, ConversionError):
+    """A tensor file ``to()`` cannot open (a safetensors ``pathlib.Path``): missing, not a
+    regular file, not safetensors, or a header that contradicts itself or the file (a
+    duplicate name, offsets outside the data, a shape that does not match its bytes, ...).
+    The message names the file and the tensor, and says what to do. Also a
+    ConversionError, which it was before it had a class of its own."""
 
 
 class PluginError(InteropError):

@@ -300,6 +300,15 @@ def _check_device(st: State, req: Request, goal: str) -> None:
 _LISTED = 3
 
 
+def _validate(req: Request, found: Search) -> None:
+    """Each edge of the route checks the values given for its options (``validate``)."""
+    for _, e, _ in found.path:
+        if e.validate is not None and e.options:
+            given = {k: v for k, v in req.options if k in e.options}
+            if given:
+                e.validate(MappingProxyType(given))
+
+
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
     taken = {name for _, e, _ in found.path for name in _options(st, e)}
@@ -313,11 +322,7 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     } | {e.opt_out for e in st.declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
-        for _, e, _ in found.path:
-            if e.validate is not None and e.options:
-                given = {k: v for k, v in req.options if k in e.options}
-                if given:
-                    e.validate(MappingProxyType(given))
+        _validate(req, found)
         return
     import difflib
 
@@ -355,11 +360,16 @@ def _check_options(st: State, req: Request, found: Search) -> None:
         lines.append(
             "to() never casts: the result keeps the source's dtype unless dtype= is given."
         )
-    listing = [
-        f"  {n}=: {len(es)} converter(s), e.g. "
-        + ", ".join(f"{e.name} [{e.edge}]" for e in es[:_LISTED])
-        for n, es in takers.items()
-    ]
+    listing = []
+    for n, es in takers.items():
+        firsts: dict[str, ConverterSpec] = {}  # one example per source framework
+        for e in es:
+            firsts.setdefault(e.source, e)
+        examples = [*firsts.values()][:_LISTED]
+        listing.append(
+            f"  {n}=: {len(es)} converter(s), e.g. "
+            + ", ".join(f"{e.name} [{e.edge}]" for e in examples)
+        )
     if listing:
         lines += [f"Other routes for {req.kind.plural} take:", *listing]
     raise OptionError("\n".join(lines), unknown)
@@ -481,6 +491,8 @@ def object_route(
                     + f". Without it: {exc}"
                 ) from exc
             st.cache.requests[key] = found
+        else:  # the key holds the options' names, not their values: checked each call
+            _validate(req, found[1])
         refusal = _inspection(found[1], obj)
         if refusal is None:
             break

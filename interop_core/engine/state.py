@@ -273,6 +273,8 @@ class State:
             # and the warm path keys by the snapshot's type.
             snap = snapshot(src, obj)
             if snap is not obj:
+                if type(snap) is dict and not snap:  # a source that holds no arrays (a
+                    return RouteTree({}) if explaining else {}  # tensor file of none): {}
                 again = self.explain if explaining else self.to
                 return again(snap, target, device=device, copy=copy, **options)
             rest = dict(asked.options)

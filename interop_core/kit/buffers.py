@@ -20,7 +20,9 @@ this module; the plugins and the kit that read protocols do.
 from __future__ import annotations
 
 import ctypes
+import platform
 import warnings
+from operator import index
 from typing import Any, NamedTuple
 
 from ..declare.errors import InvalidArrayError
@@ -181,6 +183,12 @@ def capsule_address(capsule: Any) -> int:
 MAX_NDIM = 64
 #: Byte extents must stay below this: every framework indexes memory with int64.
 _LIMIT = 1 << 63
+#: No memory of a process lies at or past this address: user space has 47 bits on x86-64
+#: (56 with 5-level paging), 48 or 52 on arm64 (CUDA's unified addresses lie within it).
+#: A description reaching past it is corrupt, and frameworks handed one segfault.
+_USER_SPACE = 1 << 57
+#: arm64 carries pointer tags in the top byte (Android's heap, HWASan, MTE): ignored there.
+_UNTAG = (1 << 56) - 1 if platform.machine().lower() in ("aarch64", "arm64") else (1 << 64) - 1
 
 
 def check_memory(
@@ -225,10 +233,12 @@ def check_memory(
         raise InvalidArrayError(
             f"{what} declares {size} elements at a NULL data pointer: there is no memory to read."
         )
-    if address + low < 0 or address + high >= 1 << 64 or high - low >= _LIMIT:
+    base = address & _UNTAG if 0 < address < 1 << 64 else -1
+    if base < 0 or base + low < 0 or base + high > _USER_SPACE or high - low >= _LIMIT:
         raise InvalidArrayError(
             f"{what} declares memory outside the address space (address {address:#x}, "
-            f"byte extent {low}..{high}): its shape, strides or byte_offset are corrupt."
+            f"byte extent {low}..{high}; no memory lies past {_USER_SPACE:#x}): its pointer, "
+            "shape, strides or byte_offset are corrupt."
         )
     if length is not None and (low < 0 or high > length):
         raise InvalidArrayError(
@@ -352,10 +362,19 @@ def read_buffer(obj: Any) -> BufferInfo:
             strides = tuple(int(view.strides[i]) for i in range(ndim))
         else:  # ctypes leaves strides NULL for its C-contiguous arrays
             strides = c_strides(shape, max(int(view.itemsize), 1))
-        check_memory(
-            f"The buffer export of a {type(obj).__name__}", view.buf or 0, shape, strides,
-            int(view.itemsize),
-        )  # fmt: skip
+        what = f"The buffer export of a {type(obj).__name__}"
+        itemsize = int(view.itemsize)
+        check_memory(what, view.buf or 0, shape, strides, itemsize)
+        # PEP 3118: len is product(shape) * itemsize. An exporter whose shape says more than
+        # its len holds would have frameworks read past its memory.
+        size = max(itemsize, 1)
+        for n in shape:
+            size *= n
+        if int(view.len) < size:
+            raise InvalidArrayError(
+                f"{what} declares shape {shape} of {itemsize}-byte items ({size} bytes) but "
+                f"holds {int(view.len)} bytes (its len): its shape or itemsize is corrupt."
+            )
         return BufferInfo(
             address=view.buf or 0,
             readonly=bool(view.readonly),
@@ -401,9 +420,11 @@ def _interface_memory(d: dict[str, Any], owner: Any) -> tuple[int, bool, int | N
     """(address, read-only, bytes available from the address or None when unknown)."""
     data = d.get("data")
     if isinstance(data, tuple):  # (pointer, read-only); "offset" applies only to buffers
-        return int(data[0]), bool(data[1]), None
+        if len(data) != 2:
+            raise TypeError(f"data is a {len(data)}-tuple, not (pointer, read-only)")
+        return index(data[0]), bool(data[1]), None
     buf = read_buffer(owner if data is None else data)
-    offset = int(d.get("offset") or 0)
+    offset = index(d.get("offset") or 0)
     contiguous = buf.strides == c_strides(buf.shape, max(buf.itemsize, 1))
     length = 1
     for n in buf.shape:
@@ -420,20 +441,35 @@ def read_interface(d: dict[str, Any], owner: Any = None) -> InterfaceInfo:
     """Parse an array-interface dict (version 3) of ``owner``, ``data`` read as by
     :func:`interface_data`, and check it describes memory that can exist.
 
-    KeyError, TypeError or ValueError for a malformed dict; InvalidArrayError (a ValueError)
-    for an impossible shape, strides or pointer.
+    InvalidArrayError (a ValueError) for a malformed dict (an entry missing, a shape or
+    strides of other than integers, a typestr that is no string) and for an impossible
+    shape, strides or pointer.
     """
-    address, readonly, length = _interface_memory(d, owner)
-    typestr = str(d["typestr"])
+    try:
+        address, readonly, length = _interface_memory(d, owner)
+        typestr = d["typestr"]
+        if not isinstance(typestr, str):
+            raise TypeError(f"typestr is a {type(typestr).__name__}, not a string")
+        # operator.index, as numpy reads them: int(3.7) would make a float dim 3.
+        shape = tuple(map(index, d["shape"]))
+        strides = d.get("strides")
+        strides = None if strides is None else tuple(map(index, strides))
+    except InvalidArrayError:
+        raise
+    except KeyError as exc:
+        raise InvalidArrayError(f"The array interface has no {exc} entry.") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidArrayError(
+            f"The array interface is malformed ({exc}): shape and strides are sequences of "
+            "integers, data a (pointer, read-only) pair or an object with a buffer, typestr "
+            "a string such as '<f4'."
+        ) from None
     size = typestr[2:]
-    strides = d.get("strides")
-    shape = tuple(map(int, d["shape"]))
     if len(shape) > MAX_NDIM:
         raise InvalidArrayError(
             f"The array interface declares {len(shape)} dimensions (at most {MAX_NDIM})."
         )
-    strides = None if strides is None else tuple(map(int, strides))
-    itemsize = int(size) if size.isdigit() else None
+    itemsize = int(size) if size.isascii() and size.isdigit() else None
     check_memory("The array interface", address, shape, strides, itemsize or 1, length)
     return InterfaceInfo(  # positional: this is on the warm path of interface producers
         address, readonly, typestr, itemsize, shape, strides, d.get("mask") is not None,

@@ -36,6 +36,7 @@ from interop_core.plugin import (
     ConversionError,
     ConverterSpec,
     Flag,
+    InvalidArrayError,
     Needs,
     OptionError,
 )
@@ -43,6 +44,7 @@ from interop_core.plugin import (
 from ..frameworks.jax import host_importer
 from ..frameworks.numpy import aligned_empty
 from .dlpack import spend_readonly_warning
+from .ragged import check_options
 
 #: Flags of a column node: it has nulls; it lies in several chunks; its booleans are bits.
 NULLS = "nulls"
@@ -119,13 +121,32 @@ def refuse_columns(found: Iterable[tuple[str, str, str]], what: str) -> None:
     )
 
 
+#: What every NaN column name counts as (NaN equals nothing, itself included).
+_NAN = object()
+
+
+def _nan(name: Any) -> bool:
+    try:
+        return bool(name != name)
+    except Exception:  # a name whose comparison fails or is no bool: not a NaN
+        return False
+
+
 def columns_dict(names: list[Any], columns: list[Any], what: str) -> dict[Any, Any]:
-    """``{name: column}`` in column order; a name met twice would lose a column (rule 9)."""
-    if len(set(names)) != len(names):
-        twice = sorted({repr(n) for n in names if names.count(n) > 1})
-        raise ConversionError(
-            f"Cannot convert this {what}: the column name(s) {', '.join(twice)} appear more "
-            "than once, and a dict keeps one value per name. Rename the columns first."
+    """``{name: column}`` in column order. A name met twice would lose a column, or keep
+    two no one can tell apart (two NaN names, which a dict keeps as two keys that
+    ``d[nan]`` finds neither of): refused, NaN names counting as one name."""
+    keys = [_NAN if _nan(n) else n for n in names]
+    if len(set(keys)) != len(keys):
+        seen: dict[Any, int] = {}
+        for k in keys:
+            seen[k] = seen.get(k, 0) + 1
+        twice = ", ".join(repr(float("nan") if k is _NAN else k) for k, c in seen.items() if c > 1)
+        raise InvalidArrayError(
+            f"Cannot convert this {what}: the column name(s) {twice} appear more than once "
+            "(NaN names count as one), and a dict of its columns keeps one value per name: "
+            "a column would be lost or could not be told apart.\nRename the columns first "
+            "(each name once)."
         )
     return dict(zip(names, columns, strict=True))
 
@@ -332,32 +353,34 @@ def column_edges(source: str, access: Access, what: str) -> list[ConverterSpec]:
         ConverterSpec(
             name=f"{what} as a numpy view", source=source, target="numpy",
             load=lambda: _load_numpy(access), zero_copy=True, accepts=plain, cost=0.6,
-            readonly_result=True, options=OPTIONS, memory_note=True,
+            readonly_result=True, options=OPTIONS, validate=check_options, memory_note=True,
             note="the numpy result is a read-only view of the column",
         ),
         ConverterSpec(
             name=f"torch.from_numpy({what} view)", source=source, target="torch",
             load=lambda: _load_torch(access), zero_copy=True, accepts=plain, cost=1.2,
-            options=OPTIONS, note=_ALIAS, memory_note=True,
+            options=OPTIONS, validate=check_options, note=_ALIAS, memory_note=True,
         ),
         ConverterSpec(
             name=f"jax DLPack import ({what} view)", source=source, target="jax",
             load=lambda: _load_jax(access), zero_copy=True, accepts=shared, cost=8.0,
-            options=OPTIONS,
+            options=OPTIONS, validate=check_options,
         ),
         ConverterSpec(
             name=f"tf from_dlpack({what} view)", source=source, target="tensorflow",
             load=lambda: _load_tf(access), zero_copy=True, accepts=shared, cost=2.0,
-            options=OPTIONS,
+            options=OPTIONS, validate=check_options,
         ),
         ConverterSpec(
             name=f"concatenate {what} chunks", source=source, target="numpy",
             load=lambda: access.copy, zero_copy=False, cost=2.0, options=OPTIONS,
+            validate=check_options,
             accepts=Needs(flags=frozenset({CHUNKED}), no_flags=whole),
         ),
         ConverterSpec(
             name=f"unpack {what} booleans", source=source, target="numpy",
             load=lambda: access.copy, zero_copy=False, cost=2.0, options=OPTIONS,
+            validate=check_options,
             accepts=Needs(flags=frozenset({PACKED}), no_flags=whole | {CHUNKED}),
         ),
     ]  # fmt: skip
@@ -365,6 +388,7 @@ def column_edges(source: str, access: Access, what: str) -> list[ConverterSpec]:
         ConverterSpec(
             name=f"{what} with nulls (nulls=) into {target}", source=source, target=target,
             load=lambda: _load_nulls(access), zero_copy=False, cost=3.0, options=OPTIONS,
+            validate=check_options,
             context=True, accepts=Needs(flags=frozenset({NULLS}), no_flags=OPAQUE_FLAGS),
             note=_NULLS_NOTE,
         )

@@ -66,6 +66,7 @@ from interop_core.plugin import (
 )
 
 from ..frameworks.numpy import ML_DTYPES, aligned_copy
+from ..frameworks.numpy import astype as numpy_astype
 from ..frameworks.numpy import describe as describe_ndarray
 
 #: Flag: the producer builds new memory on every access (its "zero-copy" export copies).
@@ -109,7 +110,7 @@ def typestr_dtype(typestr: str) -> str:
     """Canonical dtype of an array-interface typestr ("<f4" -> "float32")."""
     order, kind, size = typestr[:1], typestr[1:2], typestr[2:]
     base = _TYPESTR_KINDS.get(kind)
-    if base is None or not size.isdigit():
+    if base is None or not (size.isascii() and size.isdigit()):
         return f"typestr {typestr!r}"
     name = "bool" if (base, size) == ("bool", "1") else f"{base}{int(size) * 8}"
     if name not in ITEMSIZE:  # float128, a 2-byte bool, ...
@@ -330,7 +331,9 @@ def _cuda_device(x: Any) -> Device:
 
 class InterfaceSnapshot:
     """The one ``__array_interface__`` (or ``__cuda_array_interface__``) dict a producer
-    gave, its memory resolved to an object that stays put, and what it says."""
+    gave, its memory resolved to an object that stays put, and what it says. Made as one of
+    the two subclasses below, each speaking its protocol only, so that detection (by type)
+    finds the protocol the snapshot was read through."""
 
     __slots__ = ("address", "described", "device", "interface", "owner")
 
@@ -344,16 +347,24 @@ class InterfaceSnapshot:
         self.owner = owner
         self.device = device
 
+
+class ArrayInterfaceSnapshot(InterfaceSnapshot):
+    """An :class:`InterfaceSnapshot` of ``__array_interface__``."""
+
+    __slots__ = ()
+
     @property
     def __array_interface__(self) -> dict[str, Any]:
-        if self.described.framework != "array_interface":
-            raise AttributeError("__array_interface__")
         return self.interface
+
+
+class CudaInterfaceSnapshot(InterfaceSnapshot):
+    """An :class:`InterfaceSnapshot` of ``__cuda_array_interface__``."""
+
+    __slots__ = ()
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
-        if self.described.framework != "cuda_array_interface":
-            raise AttributeError("__cuda_array_interface__")
         return self.interface
 
 
@@ -368,13 +379,13 @@ class _CudaDevice:
 
 def snapshot_cai(x: Any) -> InterfaceSnapshot:
     """Read ``x.__cuda_array_interface__`` once, check and describe it."""
-    if isinstance(x, InterfaceSnapshot):
+    if isinstance(x, CudaInterfaceSnapshot):
         return x
     d = _interface_dict(x, "__cuda_array_interface__")
     info = read_interface(d)
     device = _cuda_device(x)
     described = _interface_info("cuda_array_interface", info, device)
-    return InterfaceSnapshot(d, info.address, described, x, _CudaDevice(device.index))
+    return CudaInterfaceSnapshot(d, info.address, described, x, _CudaDevice(device.index))
 
 
 def describe_cai(x: Any) -> TensorInfo:
@@ -439,7 +450,7 @@ def snapshot_array_interface(x: Any) -> InterfaceSnapshot:
     The memory stays what that one dict names: a buffer the object exports itself
     (``data`` None) is held as a memoryview, exported once.
     """
-    if isinstance(x, InterfaceSnapshot):
+    if isinstance(x, ArrayInterfaceSnapshot):
         return x
     d = _interface_dict(x, "__array_interface__")
     data = d.get("data")
@@ -455,7 +466,7 @@ def snapshot_array_interface(x: Any) -> InterfaceSnapshot:
     info = read_interface(d)
     flags = frozenset({FRESH}) if fresh else frozenset()
     described = _interface_info("array_interface", info, CPU, flags)
-    return InterfaceSnapshot(d, info.address, described, x)
+    return ArrayInterfaceSnapshot(d, info.address, described, x)
 
 
 def describe_array_interface(x: Any) -> TensorInfo:
@@ -707,7 +718,46 @@ def _numpy_rows(
     ]  # fmt: skip
 
 
+# -- dtype= ------------------------------------------------------------------------------------
+# ``to(x, target, dtype=...)`` casts a protocol's array before the route, through numpy,
+# into new 64-byte aligned memory, given back as the protocol's own snapshot: the route
+# after the cast is the one explain() plans (from the same protocol, same flags).
+
+
+def _cast(x: Any, dtype: str) -> Any:
+    """The values numpy reads from ``x`` (a snapshot), cast to ``dtype``."""
+    import numpy as np
+
+    if dtype in _ML:
+        raise ValueError(
+            f"{dtype} cannot be said through the buffer protocol or an array interface "
+            "(numpy exports it as raw bytes); convert to torch or JAX first, then cast"
+        )
+    return numpy_astype(np.asarray(x), dtype)
+
+
+def _astype_buffer(x: Any, dtype: str) -> memoryview:
+    return memoryview(_cast(x, dtype))
+
+
+def _astype_interface(x: InterfaceSnapshot, dtype: str) -> InterfaceSnapshot:
+    out = _cast(x, dtype)
+    d = out.__array_interface__
+    info = read_interface(d)
+    described = _interface_info("array_interface", info, CPU, x.described.flags)
+    return ArrayInterfaceSnapshot(d, info.address, described, out)
+
+
+def _astype_array_like(x: ArrayLikeSnapshot, dtype: str) -> ArrayLikeSnapshot:
+    out = _cast(x, dtype)
+    described = describe_ndarray(out)._replace(framework="array_like", flags=x.described.flags)
+    return ArrayLikeSnapshot(out, described, out)
+
+
 _SOURCE: dict[str, Any] = {"dtypes": frozenset(DTYPES), "target": False, "example": None}
+#: The protocols read through numpy cast (dtype=) into what they can say: not bfloat16 or
+#: float8 (a cast to those happens after the route, in the target).
+_THROUGH_NUMPY: dict[str, Any] = {**_SOURCE, "dtypes": frozenset(DTYPES) - _ML}
 
 
 @hookimpl
@@ -728,18 +778,18 @@ def interop_frameworks() -> list[FrameworkSpec]:
             name="array_interface", array_types=(), describe=describe_array_interface,
             key=array_interface_key, snapshot=snapshot_array_interface,
             data_ptr=array_interface_ptr, claims=_speaks_array_interface,
-            protocol="__array_interface__", **_SOURCE,
+            protocol="__array_interface__", astype=_astype_interface, **_THROUGH_NUMPY,
         ),
         FrameworkSpec(
             name="buffer", array_types=(), describe=describe_buffer, key=buffer_key,
             snapshot=snapshot_buffer, data_ptr=buffer_ptr, claims=_speaks_buffer,
             protocol="the buffer protocol (not bytes or str: wrap those in memoryview())",
-            **_SOURCE,
+            astype=_astype_buffer, **_THROUGH_NUMPY,
         ),
         FrameworkSpec(
             name="array_like", array_types=(), describe=describe_array_like,
             key=array_like_key, snapshot=snapshot_array_like, data_ptr=array_like_ptr,
-            claims=_speaks_array, protocol="__array__", **_SOURCE,
+            claims=_speaks_array, protocol="__array__", astype=_astype_array_like, **_THROUGH_NUMPY,
         ),
     ]  # fmt: skip
 

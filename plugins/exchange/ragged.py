@@ -24,13 +24,21 @@ take them, between torch, tensorflow and jax (from Arrow too):
   pads into a dense array of numpy, torch, jax or tensorflow: an opt-in edge whose result is
   marked "padded", so the option asks for a padded result (a dense array passes as it is).
 
+Every ragged array's row splits are checked, fully, before any edge runs: describe() and
+the warm-path key of each source call ``ragged_convert.check_splits`` (int32 or int64, from
+0 or past it, never decreasing, within the values; TensorFlow's and RaggedArray's from 0 to
+``len(values)``; a non-contiguous torch tensor's rows within its values), so no padding,
+sharing or framework meets offsets that lie; a lie is an InvalidArrayError naming the row.
+The options' values are checked when the route is found (:func:`check_options`).
+
 Declarations only: the functions live in :mod:`.ragged_convert`, which imports the
 frameworks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import numbers
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -41,6 +49,7 @@ from interop_core.plugin import (
     Flag,
     GlobalFlag,
     Needs,
+    OptionError,
     PlanKey,
     hookimpl,
 )
@@ -82,6 +91,51 @@ PADDED = "padded"
 #: The options every edge here takes: a call may pass them for a whole container (and
 #: ``nulls=`` reaches Arrow list columns of a table converted with it).
 OPTIONS = ("ragged", "fill_value", "mask", "nulls")
+
+
+def _scalar(value: Any) -> bool:
+    """Whether ``value`` is one number or bool (a Python or numpy scalar, a 0-d array)."""
+    if isinstance(value, (bool, numbers.Number)):
+        return True
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind is not None and kind in "biufc" and getattr(value, "ndim", None) == 0
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """The values given for :data:`OPTIONS` (and exchange/columns.py's ``nulls=`` and
+    ``fill_value=``), checked when the route is found (to() and explain() alike): a value
+    of another type is refused, never read as true or false."""
+    if "ragged" in options and options["ragged"] not in ("pad", None, False):
+        raise OptionError(
+            f"ragged={options['ragged']!r} is not 'pad', the one value it takes (a ragged "
+            "array padded into a dense one, with fill_value=); leave it out to keep arrays "
+            "ragged."
+        )
+    if "mask" in options and not _is_bool(options["mask"]):
+        raise OptionError(
+            f"mask={options['mask']!r} is not a bool: pass mask=True for a (padded, mask) "
+            "pair with ragged='pad', or leave it out."
+        )
+    if "nulls" in options and options["nulls"] not in ("fill", "mask", None):
+        raise OptionError(
+            f"nulls={options['nulls']!r} is not one of 'fill' or 'mask': nulls='fill' with "
+            "fill_value= sets each null to that value, nulls='mask' gives (values, mask)."
+        )
+    if "fill_value" in options and not _scalar(options["fill_value"]):
+        raise OptionError(
+            f"fill_value={options['fill_value']!r} is not one number or bool: pass the value "
+            "the padding (ragged='pad') or each null (nulls='fill') becomes, e.g. "
+            "fill_value=0."
+        )
+
+
+def _is_bool(value: Any) -> bool:
+    """True, False, None (not given), or a numpy bool (a scalar or a 0-d array)."""
+    if value is None or isinstance(value, bool):
+        return True
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind == "b" and getattr(value, "ndim", None) == 0
+
 
 RAGGED_ADVICE = (
     "the array is ragged (rows of different lengths), which a dense array cannot hold: pass "
@@ -145,8 +199,9 @@ def _values_rules(target: str, **more: Any) -> Needs:
     share everything) and rule 8 (torch cannot mark memory read-only; jax and tensorflow
     never get memory read-only in its sense)."""
     host = target != "torch"
+    # Booleans are bits in Arrow: unpacking them is a copy of the values (the copying edge).
     return Needs(
-        flags=frozenset({RAGGED}), no_flags=_OTHER, layouts=frozenset({"C"}),
+        flags=frozenset({RAGGED}), no_flags=_OTHER | {PACKED}, layouts=frozenset({"C"}),
         layout_reason="a non-contiguous ragged array shares no values (it is copied)",
         aligned=host, no_readonly=host, writable=not host, **more,
     )  # fmt: skip
@@ -178,7 +233,8 @@ def _edge(name: str, source: str, target: str, fn: str, zero_copy: bool, accepts
           note: str, **more: Any) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
         name=name, source=source, target=target, load=_loader(fn, source, target),
-        zero_copy=zero_copy, accepts=accepts, note=note, options=OPTIONS, context=True, **more,
+        zero_copy=zero_copy, accepts=accepts, note=note, options=OPTIONS, context=True,
+        validate=check_options, **more,
     )  # fmt: skip
 
 

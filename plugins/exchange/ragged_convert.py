@@ -55,6 +55,111 @@ def _flags(splits32: bool, base: bool = False, unaligned: bool = False,
     return frozenset(found)
 
 
+def check_splits(
+    offsets: Any, count: int, what: str, advice: str, lengths: Any = None, exact: bool = False
+) -> None:
+    """The one check of a ragged array's row splits (offsets), before anything reads the
+    rows: every describe() and warm-path key of a ragged array calls it, so no edge, no
+    padding and no framework meets offsets it has not passed.
+
+    ``offsets`` (numpy, one per row plus one) must be int32 or int64, start at 0 or past it
+    (``exact``: at 0), never decrease, and end within the ``count`` values (``exact``: at
+    ``count``, as TensorFlow's and RaggedArray's row splits do). With ``lengths`` (a torch
+    jagged tensor that is not contiguous: row ``i`` is ``lengths[i]`` values from
+    ``offsets[i]``), each row must lie within the values instead. Vectorised: ~10 us for
+    16,384 rows. Raises InvalidArrayError naming the first row that is wrong."""
+    import numpy as np
+
+    if offsets.ndim != 1 or not len(offsets) or offsets.dtype not in (np.int32, np.int64):
+        raise InvalidArrayError(
+            f"Cannot convert {what}: its row splits are {offsets.dtype} of shape "
+            f"{offsets.shape}, and row splits are a 1-d int32 or int64 array of one entry per "
+            f"row plus one.\n{advice}"
+        )
+    rows = len(offsets) - 1
+    first, last = int(offsets[0]), int(offsets[-1])
+    bad = ""
+    if lengths is not None:
+        bad = _check_lengths(offsets, lengths, count)
+    elif first < 0 or (exact and first):
+        bad = f"row 0 starts at offset {first}" + (", not 0" if exact and first > 0 else "")
+    elif last > count or (exact and last != count):
+        bad = (
+            f"row {rows - 1} ends at offset {last}, and the values hold {count}" if rows
+            else f"it has no rows, and its one offset is {last}, past its {count} values"
+        )  # fmt: skip
+    elif rows > 1:
+        down = offsets[1:] < offsets[:-1]
+        if down.any():
+            i = int(down.argmax())
+            bad = (f"row {i} runs from offset {int(offsets[i])} to {int(offsets[i + 1])}, "
+                   "backwards (the offsets decrease)")  # fmt: skip
+    if bad:
+        rule = (
+            f"start at 0, never decrease and end at {count}" if exact
+            else f"start at 0 or past it, never decrease and end within the {count} values"
+        )  # fmt: skip
+        rule = f"Row splits (offsets) {rule}"
+        if lengths is not None:
+            rule = (
+                f"Each row (offsets[i], lengths[i]) holds 0 values or more, from an offset of "
+                f"0 or more, and ends within the {count} values"
+            )
+        raise InvalidArrayError(
+            f"Cannot convert {what}: its row splits are not valid: {bad}. {rule}; these are "
+            f"refused before anything reads the rows.\n{advice}"
+        )
+
+
+def _check_lengths(offsets: Any, lengths: Any, count: int) -> str:
+    """What is wrong with the rows of a non-contiguous jagged tensor ("" for nothing)."""
+    import numpy as np
+
+    rows = len(offsets) - 1
+    if lengths.ndim != 1 or len(lengths) != rows or lengths.dtype.kind not in "iu":
+        return f"its lengths are {lengths.dtype} of shape {lengths.shape}, for {rows} rows"
+    starts = offsets[:-1].astype(np.int64)
+    sizes = lengths.astype(np.int64)
+    wrong = (starts < 0) | (sizes < 0) | (starts > count - sizes)  # (no overflow)
+    if not wrong.any():
+        return ""
+    i = int(wrong.argmax())
+    return f"row {i} is {int(sizes[i])} values from offset {int(starts[i])}"
+
+
+_TORCH_ADVICE = (
+    "Build it from valid offsets: torch.nested.nested_tensor_from_jagged(values, offsets) "
+    "with offsets from 0 to len(values), never decreasing (torch does not check them)."
+)
+_TF_ADVICE = (
+    "Build it with tf.RaggedTensor.from_row_splits(values, row_splits) and validate=True "
+    "(the default), which checks them."
+)
+_JAX_ADVICE = (
+    "Build the RaggedArray from row splits that start at 0, never decrease and end at len(values)."
+)
+_ARROW_ADVICE = (
+    "Rebuild it from valid offsets (pyarrow.ListArray.from_arrays(offsets, values) checks "
+    "them), or find what wrote these: arr.validate(full=True) says what Arrow finds wrong."
+)
+
+
+def _host_ints(t: Any) -> Any:
+    """A torch integer tensor as numpy (a view on the CPU; a copy from another device)."""
+    return (t if t.device.type == "cpu" else t.cpu()).numpy()
+
+
+def _torch_checked(t: Any) -> tuple[Any, Any, Any, Any]:
+    """(values, offsets, lengths, the offsets as numpy) of a jagged tensor, checked."""
+    values, offsets, lengths = _torch_parts(t)
+    host = _host_ints(offsets)
+    check_splits(
+        host, values.shape[0] if values.dim() else 0, "this torch jagged tensor",
+        _TORCH_ADVICE, None if lengths is None else _host_ints(lengths),
+    )  # fmt: skip
+    return values, offsets, lengths, host
+
+
 def _torch_parts(t: Any) -> tuple[Any, Any, Any]:
     """(values, offsets, lengths) of a jagged tensor; the attributes, not the methods:
     ``values()`` is an autograd view op (~90 us), ``_values`` the tensor it views."""
@@ -89,8 +194,8 @@ def torch_describe(t: Any) -> TensorInfo:
     from ..frameworks.torch import dtype_name
 
     torch_check(t)
-    values, offsets, lengths = _torch_parts(t)
-    base = int(offsets[0]) if len(offsets) else 0
+    values, offsets, lengths, host = _torch_checked(t)
+    base = int(host[0])
     contiguous = lengths is None and values.is_contiguous()
     first = values.data_ptr() + base * values[:1].numel() * values.element_size()
     flags = _flags(
@@ -110,9 +215,10 @@ def _torch_device(x: Any) -> Any:
 
 
 def torch_key(t: Any, aligned: bool = False) -> Any:
-    """Warm-path key of a jagged tensor (with the values' alignment when ``aligned``)."""
-    values, offsets, lengths = _torch_parts(t)
-    base = int(offsets[0]) if len(offsets) else 0
+    """Warm-path key of a jagged tensor (with the values' alignment when ``aligned``); its
+    row splits checked (:func:`check_splits`)."""
+    values, offsets, lengths, host = _torch_checked(t)
+    base = int(host[0])
     k: tuple[Any, ...] = (
         RAGGED, values.dtype, values.get_device(), t.requires_grad, offsets.dtype,
         lengths is None and values.is_contiguous(), bool(base),
@@ -136,26 +242,41 @@ def tf_check(rt: Any) -> None:
         )
 
 
+def _tf_checked(rt: Any) -> None:
+    """Check the row splits of an eager tf.RaggedTensor (a symbolic one has none to read:
+    its flag refuses it)."""
+    splits = rt.row_splits
+    read = getattr(splits, "_numpy", None) or getattr(splits, "numpy", None)
+    if read is None:
+        return
+    values = rt.values
+    count = int(values.shape[0]) if values.shape.rank else 0
+    check_splits(read(), count, "this tf.RaggedTensor", _TF_ADVICE, exact=True)
+
+
 def tf_describe(rt: Any) -> TensorInfo:
-    """A tf.RaggedTensor (ragged_rank 1) as a ragged array."""
+    """A tf.RaggedTensor (ragged_rank 1) as a ragged array (its row splits checked)."""
     from ..frameworks.tensorflow import describe
 
     tf_check(rt)
+    _tf_checked(rt)
     info = describe(rt.values)
     flags = info.flags | _flags(rt.row_splits.dtype.name == "int32")
     return info._replace(flags=flags)
 
 
 def tf_key(rt: Any) -> Any:
-    """Warm-path key of a tf.RaggedTensor."""
+    """Warm-path key of a tf.RaggedTensor (its row splits checked)."""
+    _tf_checked(rt)
     values = rt.values
     return (RAGGED, rt.ragged_rank, rt.row_splits.dtype, values.dtype, values.device)
 
 
 def _check_pair(pair: RaggedArray) -> None:
     """Refuse a :class:`RaggedArray` no ragged array can be: parts other than jax arrays,
-    row splits not 1-d int32/int64 from 0 to ``len(values)``. Read through a numpy view
-    (indexing a jax.Array costs ~1 ms; the view ~3 us): the warm path's key checks too."""
+    row splits not 1-d int32/int64 from 0 to ``len(values)``, never decreasing. Read
+    through a numpy view (indexing a jax.Array costs ~1 ms; the view ~3 us): the warm path's
+    key checks too."""
     import numpy as np
 
     values, splits = pair
@@ -171,14 +292,13 @@ def _check_pair(pair: RaggedArray) -> None:
             f"This RaggedArray's row splits are {splits.dtype} of shape {splits.shape}: row "
             "splits are a 1-d int32 or int64 array of one entry per row plus one."
         )
-    host = np.asarray(splits)
-    first, last = int(host[0]), int(host[-1])
-    rows = values.shape[0] if values.ndim else 0
-    if values.ndim == 0 or first != 0 or last != rows:
+    if values.ndim == 0:
         raise InvalidArrayError(
-            f"This RaggedArray's row splits run from {first} to {last}, and its values hold "
-            f"{rows} rows: row splits start at 0 and end at len(values)."
+            "Cannot convert this RaggedArray: its values are 0-d, and a RaggedArray's values "
+            "hold its rows one after another along axis 0.\n" + _JAX_ADVICE
         )
+    check_splits(np.asarray(splits), values.shape[0], "this RaggedArray", _JAX_ADVICE,
+                 exact=True)  # fmt: skip
 
 
 def jax_describe(pair: RaggedArray) -> TensorInfo:
@@ -251,10 +371,33 @@ def arrow_element(obj: Any) -> tuple[str, tuple[int, ...]]:
 
 
 def _arrow_offsets(arr: Any) -> Any:
-    """The offsets of one list Array as numpy (a view; the slice's own)."""
-    from ..frameworks.arrow import raw
+    """The offsets of one list Array as numpy (a view; the slice's own): ``len(arr) + 1``
+    from its offsets buffer, which must hold them (an array imported through the C data
+    interface may say a length its buffer does not hold)."""
+    import numpy as np
 
-    return raw(arr.offsets)
+    is32 = _is32(arr)
+    width = 4 if is32 else 8
+    buf = arr.buffers()[1]
+    start, n = arr.offset * width, len(arr) + 1
+    if buf is None and n == 1:  # no rows may come without an offsets buffer
+        return np.zeros(1, np.int32 if is32 else np.int64)
+    if buf is None or buf.size < start + n * width:
+        raise InvalidArrayError(
+            f"Cannot convert {_arrow_name(arr)}: it says {len(arr)} rows from row "
+            f"{arr.offset}, and its offsets buffer holds {0 if buf is None else buf.size} "
+            f"bytes, less than the {start + n * width} those need.\n{_ARROW_ADVICE}"
+        )
+    return np.frombuffer(buf, np.int32 if is32 else np.int64, n, start)
+
+
+def _arrow_checked(arr: Any, name: Any = None) -> Any:
+    """The offsets of one list Array (see :func:`_arrow_offsets`), checked against its
+    values (:func:`check_splits`); ``name``: the column it is a chunk of, for messages."""
+    offsets = _arrow_offsets(arr)
+    check_splits(offsets, len(arr.values), _arrow_name(arr if name is None else name),
+                 _ARROW_ADVICE)  # fmt: skip
+    return offsets
 
 
 def _arrow_offsets_address(arr: Any) -> int:
@@ -283,9 +426,14 @@ def _row_bytes(child: Any) -> int:
 
 
 def _arrow_nulls(arr: Any, base: int, last: int) -> bool:
+    """Null rows, or nulls among the rows' values, as the validity bitmaps say (never the
+    recorded null counts alone: see frameworks/arrow.py's ``has_nulls``)."""
     from ..frameworks.arrow import has_nulls
 
-    return bool(arr.null_count) or has_nulls(arr.values.slice(base, last - base))
+    bufs = arr.buffers()  # the list's validity and offsets, then its values' buffers
+    if all(b is None for b in (bufs[0], *bufs[2:-1])):  # no validity bitmap anywhere
+        return False
+    return has_nulls(arr) or has_nulls(arr.values.slice(base, last - base))
 
 
 def arrow_describe(obj: Any) -> TensorInfo:
@@ -297,12 +445,14 @@ def arrow_describe(obj: Any) -> TensorInfo:
     if len(chunks) > 1:  # joined by one copy (the "combined" edge): all of them counts
         return _arrow_chunked(obj, chunks, dtype, dims)
     arr = chunks[0] if chunks else None
-    if arr is None or not len(arr):
+    if arr is None or not len(arr):  # no rows: its parts are made anew (see _parts)
+        if arr is not None:
+            _arrow_checked(arr, obj)
         flags = _flags(_is32(obj))
         return TensorInfo("pyarrow", dtype, CPU, (0, *dims), "C", False, True, flags)
-    offsets = _arrow_offsets(arr)
+    offsets = _arrow_checked(arr, obj)
     base, last = int(offsets[0]), int(offsets[-1])
-    more = [NULL_ROWS] * _arrow_nulls(arr, base, last) + [CHUNKED] * (len(chunks) > 1)
+    more = [NULL_ROWS] * _arrow_nulls(arr, base, last)
     if dtype == "bool":
         more.append(PACKED)
     flags = _flags(_is32(obj), bool(base), _arrow_offsets_address(arr) % ALIGNMENT != 0, *more)
@@ -315,8 +465,8 @@ def _arrow_chunked(obj: Any, chunks: list[Any], dtype: str, dims: tuple[int, ...
     """A list column in several chunks: its rows' values in all of them, null rows in any."""
     total, nulls = 0, False
     for arr in chunks:
+        offsets = _arrow_checked(arr, obj)
         if len(arr):
-            offsets = _arrow_offsets(arr)
             base, last = int(offsets[0]), int(offsets[-1])
             total += last - base
             nulls = nulls or _arrow_nulls(arr, base, last)
@@ -357,17 +507,22 @@ def arrow_key(obj: Any) -> Any:
         arr = data.chunk(0) if count else None
     else:
         arr = data
-    if arr is None or not len(arr):
+    if arr is None:
         return (RAGGED, dtype, len(dims), False, _flags(is32))
     width = 4 if is32 else 8
     start = arr.offset * width
-    buf = arr.buffers()[1]
-    offsets = np.frombuffer(buf, np.int32 if is32 else np.int64, len(arr) + 1, start)
-    base, last = int(offsets[0]), int(offsets[-1])
+    bufs = arr.buffers()  # the list's validity and offsets, then its values' buffers
+    buf, n = bufs[1], len(arr) + 1
     child = arr.values
-    nulls = bool(arr.null_count) or (
-        (bool(child.null_count) or bool(dims)) and arrow.has_nulls(child.slice(base, last - base))
-    )
+    if buf is None or buf.size < start + n * width:  # none at all, or refused
+        offsets = _arrow_offsets(arr)
+    else:
+        offsets = np.frombuffer(buf, np.int32 if is32 else np.int64, n, start)
+    check_splits(offsets, len(child), _arrow_name(obj), _ARROW_ADVICE)
+    if n == 1:
+        return (RAGGED, dtype, len(dims), False, _flags(is32))
+    base, last = int(offsets[0]), int(offsets[-1])
+    nulls = any(b is not None for b in (bufs[0], *bufs[2:-1])) and _arrow_nulls(arr, base, last)
     more = [NULL_ROWS] * nulls + [PACKED] * (dtype == "bool")
     flags = _flags(is32, bool(base), (buf.address + start) % ALIGNMENT != 0, *more)
     ro = last > base and dtype != "bool" and arrow.readonly(child)
@@ -398,15 +553,22 @@ def _parts(source: str, obj: Any) -> tuple[Any, Any, Any]:
     from ..frameworks.arrow import raw
 
     chunks = _arrow_chunks(obj)
-    if len(chunks) != 1:  # the edges refuse "chunked"; an empty ChunkedArray has none
+    # The edges refuse "chunked": no chunk is an empty ChunkedArray. An array of no rows
+    # gets parts of its own (64-byte aligned, as JAX and TensorFlow take them).
+    if len(chunks) != 1 or not len(chunks[0]):
         import numpy as np
 
-        dtype, dims = arrow_element(obj)
         from ..frameworks.numpy import numpy_dtype
 
-        return np.zeros((0, *dims), numpy_dtype(dtype)), np.zeros(1, np.int64), None
+        dtype, dims = arrow_element(obj)
+        splits = aligned_empty((1,), np.int32 if _is32(obj) else np.int64)
+        splits[0] = 0
+        return aligned_empty((0, *dims), numpy_dtype(dtype)), splits, None
     arr = chunks[0]
-    return raw(arr.values), _arrow_offsets(arr), None
+    values = raw(arr.values)
+    if not values.size:  # rows all empty: no memory to share (and numpy's is not aligned)
+        values = aligned_empty(values.shape, values.dtype)
+    return values, _arrow_offsets(arr), None
 
 
 def _host(source: str, obj: Any, ctx: CallContext) -> tuple[Any, Any, Any]:
@@ -577,6 +739,23 @@ def fill_scalar(value: Any, dtype: Any) -> Any:
     return checked(value, dtype, "the ragged array")
 
 
+def _padding(shape: tuple[int, ...], dtype: Any) -> Any:
+    """The padded array's buffer (64-byte aligned); one the machine cannot hold is refused
+    saying how large it would be (the row splits are checked: the rows are as long as
+    they say)."""
+    try:
+        return aligned_empty(shape, dtype)
+    except MemoryError as exc:
+        size = dtype.itemsize
+        for d in shape:
+            size *= d
+        raise ConversionError(
+            f"Cannot pad this ragged array: {shape[0]} rows padded to the longest, "
+            f"{shape[1]} values, need {size:,} bytes, which could not be allocated.\nConvert "
+            "it as a ragged array instead (to torch, tensorflow or jax), or pad it in parts."
+        ) from exc
+
+
 def padded(source: str, target: str) -> Callable[[Any, CallContext], Any]:
     """ragged="pad": the rows padded to the longest with fill_value= (and the mask)."""
 
@@ -596,7 +775,7 @@ def padded(source: str, target: str) -> Callable[[Any, CallContext], Any]:
         fill = fill_scalar(ctx.options["fill_value"], values.dtype)
         rows = _lengths(offsets, lengths).astype(np.int64)
         n, width = len(rows), int(rows.max()) if len(rows) else 0
-        out = aligned_empty((n, width, *values.shape[1:]), values.dtype)
+        out = _padding((n, width, *values.shape[1:]), values.dtype)
         out[...] = fill
         mask = np.arange(width) < rows[:, None]
         out[mask] = _gather(values, offsets, lengths)

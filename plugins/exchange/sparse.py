@@ -67,13 +67,18 @@ _X64_INDICES = GlobalFlag(
 )
 
 
-def _loader(name: str) -> Callable[[], Callable[..., Any]]:
-    """Loads :mod:`.sparse_convert`'s function ``name`` when a route first needs it."""
+def _loader(name: str, source: str, target: str) -> Callable[[], Callable[..., Any]]:
+    """Loads :mod:`.sparse_convert`'s function ``name`` when a route first needs it, behind
+    the check of its input's structure (``sparse_convert.checked``: every sparse edge takes
+    it, so no framework reads a buffer before it is checked)."""
 
     def load() -> Callable[..., Any]:
         from . import sparse_convert
 
-        return getattr(sparse_convert, name)  # type: ignore[no-any-return]
+        fn = getattr(sparse_convert, name)
+        if name == "as_is":  # a dense array (densify=True asks nothing of it)
+            return fn  # type: ignore[no-any-return]
+        return sparse_convert.checked(fn, source, target)
 
     return load
 
@@ -97,7 +102,8 @@ def _edge(
     note: str, adds: frozenset[str], keeps: frozenset[str] = frozenset(), **more: Any,
 ) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
-        name=name, source=source, target=target, load=_loader(fn), zero_copy=zero_copy,
+        name=name, source=source, target=target, load=_loader(fn, source, target),
+        zero_copy=zero_copy,
         accepts=accepts, devices=more.pop("devices", _CPU), note=note, adds_flags=adds,
         keeps_flags=keeps, **more,
     )  # fmt: skip
@@ -156,8 +162,9 @@ def _across() -> list[ConverterSpec]:
         *(
             _edge(f"{kind} as scipy {layout}_array", "jax", "scipy", "jax_to_scipy", True,
                   _needs(layout, **scipy_ok),
-                  "numpy views of JAX's buffers, read-only: JAX arrays are immutable",
-                  _f("sparse", layout), _CANON | _IDX, readonly_result=True)
+                  "numpy views of JAX's buffers, read-only: JAX arrays are immutable (its "
+                  "padding, indices equal to the shape, left out)",
+                  _f("sparse", layout), _CANON | _IDX, readonly_result=True, context=True)
             for kind, layout in (("BCOO", "coo"), ("BCSR", "csr"))
         ),
         _edge("scipy CSR as BCSR", "scipy", "jax", "scipy_csr_to_jax", True,
@@ -234,6 +241,8 @@ def _inside() -> list[ConverterSpec]:
             _SPARSE_FLAGS | extra,
             devices=_ANY_DEVICE,
             cost=3.0,
+            # scipy's copies are numpy's: not 64-byte aligned (TF aborts on such values).
+            aligned_result=False if fw == "scipy" else None,
         )
         for name, fw, fn, accepts, extra in (
             ("scipy sparse .copy()", "scipy", "scipy_copy", any_sparse, _f()),
@@ -248,7 +257,7 @@ def _inside() -> list[ConverterSpec]:
               Needs(flags=_f("sparse"), no_flags=_OTHER,
                     extra=_only(lambda k: bool(k.flags & _SCIPY_ONLY), "CSC/BSR/DIA/LIL/DOK")),
               "converted to CSR, one copy: only COO and CSR cross frameworks",
-              _f("sparse", "csr", "canonical"), cost=5.0)
+              _f("sparse", "csr", "canonical"), cost=5.0, aligned_result=False)
     )  # fmt: skip
     edges += [
         _edge(

@@ -2,12 +2,12 @@
 ChunkedArrays as arrays.
 
 A Table or RecordBatch converts as ``{name: array}`` in column order: its snapshot is that
-dict of its columns (each an :class:`ArrowColumn`, which keeps the name for messages), and
-the container path converts each column. Numeric and boolean columns convert, and
-FixedSizeList<T, n> columns as (length, n) arrays (nested ones with more dims); the edges
-are exchange/columns.py's. Arrow buffers that pyarrow allocates start on 64-byte
-boundaries, so JAX and TensorFlow share them too (a slice starts where its first element
-is).
+dict of its columns (pyarrow's own Arrays, remembered by name for messages), and the
+container path converts each column (``to(table, "pyarrow")`` gives the dict of them).
+Numeric and boolean columns convert, and FixedSizeList<T, n> columns as (length, n) arrays
+(nested ones with more dims); the edges are exchange/columns.py's. Arrow buffers that
+pyarrow allocates start on 64-byte boundaries, so JAX and TensorFlow share them too (a
+slice starts where its first element is).
 
 As a target (``to(x, "pyarrow")``) a C-contiguous array of numbers becomes an Arrow array
 over its memory (N-D: nested FixedSizeLists, read back as the same shape), from numpy and,
@@ -25,6 +25,7 @@ IPC streams, or shares with a writable numpy array is shared.
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 from interop_core.plugin import (
@@ -34,6 +35,7 @@ from interop_core.plugin import (
     ConversionError,
     ConverterSpec,
     FrameworkSpec,
+    InvalidArrayError,
     Needs,
     TensorInfo,
     hookimpl,
@@ -60,7 +62,9 @@ NAME = "pyarrow"
 
 
 class ArrowColumn:
-    """A column of a Table or RecordBatch (a ChunkedArray or Array) with its name."""
+    """A column (a ChunkedArray or Array) with its name: how the pandas plugin hands the
+    Arrow form of a Series to the functions here (a Table's own columns are named through
+    :func:`name_of`'s record instead, so that they stay pyarrow's arrays)."""
 
     __slots__ = ("data", "name")
 
@@ -171,11 +175,45 @@ def is_table(obj: Any) -> bool:
     return isinstance(obj, (pa.Table, pa.RecordBatch))
 
 
+class _Name(weakref.ref):
+    """A weak reference to a table's column that holds the column's name; it leaves
+    :data:`_names` with its column."""
+
+    __slots__ = ("key", "name")
+    key: int
+    name: Any
+
+
+def _gone(ref: _Name) -> None:
+    if _names.get(ref.key) is ref:
+        del _names[ref.key]
+
+
+#: id(column) -> a :class:`_Name` of it: the columns a Table's snapshot holds are pyarrow's
+#: own arrays (what to(table, "pyarrow") gives), and messages still name them.
+_names: dict[int, _Name] = {}
+
+
+def _named(name: Any, column: Any) -> Any:
+    """``column``, remembered as the table's column ``name`` (for :func:`name_of`)."""
+    ref = _Name(column, _gone)
+    ref.key, ref.name = id(column), name
+    _names[ref.key] = ref
+    return column
+
+
+def _name(obj: Any) -> Any:
+    """The name :func:`_named` gave ``obj`` (None for none)."""
+    ref = _names.get(id(obj))
+    return ref.name if ref is not None and ref() is obj else None
+
+
 def name_of(obj: Any) -> str:
     """The column in words."""
     if type(obj) is ArrowColumn:
         return f"column {obj.name!r}"
-    return "this Arrow array"
+    name = _name(obj)
+    return "this Arrow array" if name is None else f"column {name!r}"
 
 
 def _fixed(typ: Any) -> bool:
@@ -200,9 +238,48 @@ def _leaf(arr: Any) -> tuple[Any, int]:
     return arr, index
 
 
+def bitmap_has_nulls(buf: Any, offset: int, length: int) -> bool:
+    """Whether ``length`` bits of a validity bitmap from bit ``offset`` hold a 0 (a null):
+    the whole bytes by numpy's min() (~3 us for a million values), the partial ones at the
+    ends by their masks. A bitmap shorter than they need is refused."""
+    import numpy as np
+
+    if length <= 0:
+        return False
+    first, last = offset // 8, (offset + length - 1) // 8
+    if buf.size <= last:
+        raise InvalidArrayError(
+            f"Cannot convert this Arrow array: its validity bitmap holds {buf.size} bytes, "
+            f"and {length} values from value {offset} need {last + 1}.\nRebuild it with "
+            "a bitmap of one bit per value (arr.validate(full=True) says what Arrow finds "
+            "wrong)."
+        )
+    data = np.frombuffer(buf, np.uint8, last - first + 1, first)
+    low, high = offset % 8, (offset + length - 1) % 8 + 1  # bits used: [low, 8) .. [0, high)
+    if first == last:
+        mask = ((1 << high) - 1) & ~((1 << low) - 1)
+        return int(data[0]) & mask != mask
+    head, tail = 0xFF & ~((1 << low) - 1), (1 << high) - 1
+    if int(data[0]) & head != head or int(data[-1]) & tail != tail:
+        return True
+    return len(data) > 2 and int(data[1:-1].min()) != 0xFF
+
+
+def own_nulls(arr: Any) -> bool:
+    """Whether an Array has nulls at its own level, as its validity bitmap says. Arrow's
+    recorded ``null_count`` is believed when it counts some (the nulls edges then read the
+    bitmap), never when it says none over a bitmap: an array imported through the C data
+    interface may say 0 over a bitmap with nulls (Arrow itself reads the bitmap, and
+    ``validate(full=True)`` refuses the count); the bitmap is then counted."""
+    if arr.null_count:
+        return True
+    bitmap = arr.buffers()[0]
+    return bitmap is not None and bitmap_has_nulls(bitmap, arr.offset, len(arr))
+
+
 def has_nulls(arr: Any) -> bool:
     """Whether an Array has a null at any level (a list's or an element's)."""
-    if arr.null_count:
+    if own_nulls(arr):
         return True
     dims = _dims(arr)
     if dims:
@@ -273,7 +350,8 @@ def valid(arr: Any) -> Any:
     import numpy as np
 
     n = len(arr)
-    top = _bits(arr.buffers()[0], arr.offset, n) if arr.null_count else None
+    bitmap = arr.buffers()[0]  # read whatever null_count says (see own_nulls)
+    top = _bits(bitmap, arr.offset, n) if bitmap is not None else None
     dims = _dims(arr)
     if dims:
         size = dims[0]
@@ -329,7 +407,10 @@ def key(obj: Any) -> Any:
         # below without reading the type's dims three times (~0.8 us of ~1.5).
         if data.null_count:
             return (typ.id, True, False, False)
-        return (typ.id, False, False, name != "bool" and _readonly_primitive(data))
+        bitmap, values = data.buffers()
+        if bitmap is not None and bitmap_has_nulls(bitmap, data.offset, len(data)):
+            return (typ.id, True, False, False)  # a null_count of 0 that the bitmap belies
+        return (typ.id, False, False, name != "bool" and _immutable(values))
     found = element(typ)
     if found is None:
         from ..exchange.ragged_convert import arrow_is_list, arrow_key
@@ -357,11 +438,6 @@ def _chunked_type() -> Any:
     if _chunked is None:
         _chunked = sys.modules["pyarrow"].ChunkedArray
     return _chunked
-
-
-def _readonly_primitive(arr: Any) -> bool:
-    """:func:`readonly` of an Array of a primitive type (its data buffer is its own)."""
-    return _immutable(arr.buffers()[1])
 
 
 def aligned_key(obj: Any) -> Any:
@@ -424,11 +500,14 @@ ACCESS = Access(view=view, copy=copy, parts=parts, name=name_of)
 
 def arrow_type(dtype: str, like: Any = None) -> Any:
     """The Arrow type of canonical ``dtype`` (in place of the elements of the
-    FixedSizeList type ``like``)."""
+    FixedSizeList, List or LargeList type ``like``: a ragged column casts its values)."""
     import pyarrow as pa
 
     if like is not None and _fixed(like):
         return pa.list_(arrow_type(dtype, like.value_type), like.list_size)
+    if like is not None and (pa.types.is_list(like) or pa.types.is_large_list(like)):
+        kind = pa.list_ if pa.types.is_list(like) else pa.large_list
+        return kind(arrow_type(dtype, like.value_type))
     return pa.bool_() if dtype == "bool" else getattr(pa, dtype)()
 
 
@@ -439,12 +518,18 @@ def astype(obj: Any, dtype: str) -> Any:
     named = type(obj) is ArrowColumn
     data = obj.data if named else obj
     out = data.cast(arrow_type(dtype, data.type), safe=False)
-    return ArrowColumn(obj.name, out) if named else out
+    if named:
+        return ArrowColumn(obj.name, out)
+    name = _name(obj)  # a table's column: the cast one keeps its name
+    if name is not None:
+        _named(name, out)
+    return out
 
 
 def snapshot(obj: Any) -> Any:
-    """A Table or RecordBatch as ``{name: ArrowColumn}`` in column order (refusing the
-    columns no array holds, all named); any other object as it is."""
+    """A Table or RecordBatch as ``{name: column}`` in column order, each column a pyarrow
+    Array (one chunk) or ChunkedArray (several, or none), as ``to(table, "pyarrow")`` gives
+    it; the columns no array holds refused, all named; any other object as it is."""
     if not is_table(obj):
         return obj
     names = obj.schema.names  # column_names costs ~12 us on a 17-column batch
@@ -456,7 +541,7 @@ def snapshot(obj: Any) -> Any:
     )  # fmt: skip
     # A column in one chunk holds that Array: each read of it skips the ChunkedArray.
     held = [c.chunk(0) if getattr(c, "num_chunks", 0) == 1 else c for c in columns]
-    return columns_dict(names, [ArrowColumn(n, c) for n, c in zip(names, held, strict=True)], what)
+    return columns_dict(names, [_named(n, c) for n, c in zip(names, held, strict=True)], what)
 
 
 def example(values: Any, dtype: str) -> Any:

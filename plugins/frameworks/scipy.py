@@ -3,13 +3,17 @@
 A sparse array is an array of its framework carrying flags, as a sharded one is: "sparse"
 (opaque, so no dense edge takes it), its layout ("coo", "csr"; other formats by their own
 name, e.g. "csc"), "canonical" (sorted indices without duplicates), "int64_indices" (else
-int32). The edges of :mod:`interop_plugins.exchange.sparse` take them. scipy is never
-imported here: detection looks for ``scipy.sparse`` in ``sys.modules`` (importing scipy
-does not import scipy.sparse, and a sparse matrix exists only once it is).
+int32). The edges of :mod:`interop_plugins.exchange.sparse` take them. describe() and
+key() check the structure first, on every call (``sparse_convert.scipy_check``): scipy
+checks indices only when asked, and its own lazily computed flags run C code over them.
+scipy is never imported here: detection looks for ``scipy.sparse`` in ``sys.modules``
+(importing scipy does not import scipy.sparse, and a sparse matrix exists only once it is).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from interop_core.plugin import (
@@ -46,16 +50,32 @@ def _index_dtype(m: Any) -> Any:
     return None
 
 
+def _checked(m: Any) -> bool:
+    """Check ``m``'s structure before anything reads its buffers (indices in range, index
+    pointers, lengths, a canonical flag that claims true: InvalidArrayError otherwise, see
+    ``sparse_convert.scipy_check``); whether it is canonical (sorted, no duplicates)."""
+    return _scipy_check()(m)
+
+
+@functools.cache
+def _scipy_check() -> Callable[[Any], bool]:
+    """The check, imported on first use (it imports no framework either)."""
+    from ..exchange.sparse_convert import scipy_check
+
+    return scipy_check
+
+
 def key(m: Any) -> Any:
     """Warm-path key: class, format, dtype, index dtype, canonical form, read-only values.
 
-    ``has_canonical_format`` is an attribute of COO matrices; a CSR matrix computes it once
-    (O(nnz)) and keeps it."""
-    fmt = m.format
-    canonical = bool(m.has_canonical_format) if fmt in ("coo", "csr") else False
+    Every call checks the structure first (O(nnz): scipy checks indices only when asked,
+    and every framework crashes or errs on wrong ones); ``has_canonical_format`` is an
+    attribute of COO matrices, and a CSR matrix's is computed by the check once and kept
+    (verified on each call)."""
+    canonical = _checked(m)
     data = getattr(m, "data", None)
     writable = data is None or not hasattr(data, "flags") or data.flags.writeable
-    return (type(m), fmt, m.dtype, _index_dtype(m), canonical, writable)
+    return (type(m), m.format, m.dtype, _index_dtype(m), canonical, writable)
 
 
 def aligned_key(m: Any) -> Any:
@@ -67,11 +87,14 @@ def _aligned(m: Any) -> bool:
     return all(b.ctypes.data % ALIGNMENT == 0 for b in buffers(m))
 
 
-def flags(m: Any) -> frozenset[str]:
-    """The flags of a sparse array (see the module's docstring)."""
+def flags(m: Any, canonical: bool | None = None) -> frozenset[str]:
+    """The flags of a sparse array (see the module's docstring); ``canonical`` as the
+    check found it (checked here when not given)."""
     fmt = m.format
     out = {"sparse", fmt}
-    if fmt in ("coo", "csr") and m.has_canonical_format:
+    if canonical is None:
+        canonical = _checked(m)
+    if fmt in ("coo", "csr") and canonical:
         out.add("canonical")
     if str(_index_dtype(m)) == "int64":
         out.add("int64_indices")
@@ -79,7 +102,9 @@ def flags(m: Any) -> frozenset[str]:
 
 
 def describe(m: Any) -> TensorInfo:
-    """Describe a scipy sparse array or matrix (values dtype, shape; host memory)."""
+    """Describe a scipy sparse array or matrix (values dtype, shape; host memory), its
+    structure checked first."""
+    canonical = _checked(m)
     data = getattr(m, "data", None)
     readonly = bool(data is not None and hasattr(data, "flags") and not data.flags.writeable)
     return TensorInfo(
@@ -90,7 +115,7 @@ def describe(m: Any) -> TensorInfo:
         layout="C",
         readonly=readonly,
         aligned=_aligned(m),
-        flags=flags(m),
+        flags=flags(m, canonical),
         stored=_stored(m),
     )
 

@@ -67,9 +67,11 @@ def is_sparse(t: Any) -> bool:
 def _describe_sparse(t: Any) -> TensorInfo:
     """A tf.SparseTensor: COO with int64 (nnz, ndim) indices. TF keeps no record of
     whether its indices are sorted and unique, so it is never flagged "canonical"."""
+    from ..exchange.sparse_convert import tf_shape  # InvalidArrayError for a dim < 0
+
     return TensorInfo(
         framework="tensorflow", dtype=t.dtype.name, device=device_of(t.values.device),
-        shape=tuple(int(d) for d in t.shape), layout="C", readonly=False, aligned=True,
+        shape=tf_shape(t), layout="C", readonly=False, aligned=True,
         flags=frozenset({"sparse", "coo", "int64_indices"}),
         stored=_nbytes(t.values) + _nbytes(t.indices),
     )  # fmt: skip

@@ -11,15 +11,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from interop_core.plugin import CheckpointError
+from interop_core.plugin import CheckpointError, ConversionError
 
-from .checkpoints import Checkpointer, checkpointer
+from .checkpoints import Checkpointer, checkpointer, count, digest, fields, same, show
 
 #: The key a state made by :meth:`Batches.state_dict` carries, with its format's version.
 FORMAT = "interop_core.batches"
@@ -52,6 +53,12 @@ def _stop_all() -> None:
         prefetcher.close(timeout=2.0)
 
 
+def _forked_all() -> None:
+    """In a child just forked: every prefetcher it holds lost its thread."""
+    for prefetcher in list(_LIVE):
+        prefetcher.forked = True
+
+
 def _track(prefetcher: _Prefetcher) -> None:
     """Keep ``prefetcher`` for :func:`_stop_all`, registered with atexit at the first one:
     by then the frameworks its batches use are imported, and atexit runs the handlers
@@ -59,6 +66,7 @@ def _track(prefetcher: _Prefetcher) -> None:
     global _registered
     if not _registered:
         atexit.register(_stop_all)
+        os.register_at_fork(after_in_child=_forked_all)
         _registered = True
     _LIVE.add(prefetcher)
 
@@ -71,6 +79,11 @@ class _Prefetcher:
     It runs in a copy of the caller's context (so ``aligned_memory()``, ``using_registry()``
     and the user's own context variables hold there too) and holds no reference to the
     :class:`Batches` that owns it, so dropping the iterator closes it (``Batches.__del__``).
+
+    A thread does not survive ``os.fork()``: in a forked child (multiprocessing's fork
+    start method included), :meth:`get` raises instead of handing out what the queue
+    happened to hold and then ending as if the pass were over, whether or not the thread
+    had finished before the fork.
     """
 
     def __init__(
@@ -84,6 +97,11 @@ class _Prefetcher:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._slots = threading.Semaphore(depth)
         self._stop = threading.Event()
+        self._depth = depth
+        #: The process the thread runs in, and whether this is a child forked from it
+        #: (set in the child by an os.register_at_fork hook: no system call per batch).
+        self._pid = os.getpid()
+        self.forked = False
         context = contextvars.copy_context()
         self._thread = threading.Thread(
             target=context.run,
@@ -122,7 +140,12 @@ class _Prefetcher:
                 return
 
     def get(self) -> Any:
-        """The next item (an :class:`_Item` or ``_END``), its slot given back."""
+        """The next item (an :class:`_Item` or ``_END``), its slot given back; in a
+        process forked from the one the thread runs in, the ConversionError saying so
+        (before the queue or the slots are touched: their locks may have been held by the
+        thread at the fork)."""
+        if self.forked:
+            raise _forked(self._depth, self._pid)
         while True:
             try:
                 item = self._queue.get(timeout=_POLL)
@@ -146,6 +169,18 @@ class _Prefetcher:
         return self._thread.is_alive()
 
 
+def _forked(depth: int, pid: int) -> ConversionError:
+    """The error of a prefetching iterator used in a process forked from process ``pid``,
+    where its thread runs."""
+    return ConversionError(
+        f"This converted iterator's prefetch thread (prefetch={depth}) runs in process {pid}, "
+        f"and this is process {os.getpid()}, forked from it: a thread does not survive "
+        "os.fork(), so the rest of this pass (and the batches pulled ahead) cannot reach this "
+        "process.\nMake the iterator in the child (call to() after the fork), or, for an "
+        "iterator the child goes on with, convert without prefetch=."
+    )
+
+
 class _Unrecorded:
     """The position a source could not record (its CheckpointError): ``state_dict()``
     raises it, and the pass goes on."""
@@ -166,28 +201,71 @@ def _position(position: Callable[[int], Any], produced: int) -> Any:
 
 def make_state(cp: Checkpointer, produced: int, position: Any) -> dict[str, Any]:
     """The state ``state_dict()`` gives: ``produced`` batches handed out, and ``position``,
-    the source's own part (a refusal recorded on the prefetch thread is raised here)."""
+    the source's own part (a refusal recorded on the prefetch thread is raised here), with
+    the digest of them all (:func:`read_state` refuses a state that no longer matches it)."""
     if isinstance(position, _Unrecorded):
         raise position.error
-    return {FORMAT: 1, "source": cp.name, "batches": produced, "position": position}
+    state = {FORMAT: 1, "source": cp.name, "batches": produced, "position": position}
+    state["digest"] = state_digest(state)
+    return state
+
+
+#: The keys of a state, and the one its digest is under.
+_STATE_KEYS = (FORMAT, "source", "batches", "position", "digest")
+
+
+def state_digest(state: dict[str, Any]) -> str:
+    """The digest of ``state``'s fields (all but the digest itself)."""
+    return digest([state.get(key) for key in _STATE_KEYS[:-1]])
 
 
 def read_state(cp: Checkpointer, state: Any) -> tuple[int, Any]:
     """The batches counted and the source's part of ``state``, checked: a state made by
-    :func:`make_state` for a source checkpointed as ``cp`` is."""
-    if not isinstance(state, dict) or state.get(FORMAT) != 1:
+    :func:`make_state` for a source checkpointed as ``cp``, unchanged since, is. The one
+    place a state is checked (``load_state_dict()`` of every converted iterator calls it),
+    before any of it reaches the source: its format, its kind of source, its digest, its
+    count, then the source's part, by the checkpointer's ``check()`` (its structure and
+    what it was made for). A damaged or foreign state is a CheckpointError here, and the
+    iterator it was loaded into is left as it was."""
+    if not isinstance(state, dict) or FORMAT not in state:
         raise CheckpointError(
             "load_state_dict() takes a state made by state_dict() of a converted "
             f"iterator; this is a {type(state).__name__} without its {FORMAT!r} key.\n"
             "Pass the dict state_dict() returned (it pickles)."
         )
-    if state.get("source") != cp.name:
+    version = state[FORMAT]
+    if isinstance(version, bool) or not isinstance(version, int) or version != 1:
         raise CheckpointError(
-            f"This state was made for another kind of source ({state.get('source')!r}); "
+            f"This state is of format {show(version)}; this version of interop_core reads "
+            "format 1.\nLoad it with the version of interop_core that saved it, or save it "
+            "again with this one."
+        )
+    if not same(state.get("source"), cp.name):
+        raise CheckpointError(
+            f"This state was made for another kind of source ({show(state.get('source'))}); "
             f"this iterator's source is {cp.name!r}.\nLoad it into an iterator over a "
             "source built the same way."
         )
-    return int(state["batches"]), state["position"]
+    fields(state, "its top level", _STATE_KEYS)
+    if not same(state["digest"], state_digest(state)):
+        raise CheckpointError(
+            "This state is damaged: it does not match its digest, so it changed after "
+            "state_dict() made it (a truncated or garbled file, a value edited).\nLoad the "
+            "state state_dict() returned, whole and unchanged (pickle or torch.save it as "
+            "it is)."
+        )
+    batches = count(state["batches"], "its count of batches handed out")
+    if state["position"] is None:  # taken before any pass began: the start of one
+        if batches:
+            raise CheckpointError(
+                f"This state is damaged: it counts {batches} batches handed out, and has no "
+                "position.\nLoad the state state_dict() returned, whole and unchanged."
+            )
+        return 0, None
+    check = getattr(cp, "check", None)  # every checkpointer of interop_core's has one
+    if check is not None:
+        check(state["position"], batches)
+    return batches, state["position"]
 
 
 def checkpointable(found: Checkpointer | str) -> Checkpointer:
@@ -216,9 +294,20 @@ class _Pass:
 class Batches:
     """The batches of ``source``, each converted by ``convert`` when it is pulled.
 
-    Over an iterable that restarts (a DataLoader, a Dataset), every ``iter()`` is a new
-    pass, an iterator of its own; over an iterator, there is one pass, as with the source
-    itself. ``len()`` and ``reset()`` are the source's, where it has them (DALI iterators).
+    Over an iterable that restarts (a DataLoader, a Dataset) it is both, and never starts a
+    new pass while one it is iterating is in progress:
+
+    - ``iter()`` is a new pass, an iterator of its own, as ``iter(loader)`` is (each
+      ``for`` loop an epoch; a loop left with ``break`` and begun again starts a new pass,
+      as over the source; two ``iter()`` are two passes);
+    - ``next()`` pulls from a pass of the object itself, begun by the first ``next()``; a
+      loop over the object then goes on with that pass (``next(it); for b in it:`` sees
+      the rest of it, not the start of a new one). Once that pass ended (``next()`` raised
+      StopIteration, and keeps raising it), the next ``iter()`` or ``for`` begins a new
+      one, so ``for epoch in range(n): for b in it:`` is n passes either way.
+
+    Over an iterator there is one pass, as with the source itself (``iter()`` of it is
+    it). ``len()`` and ``reset()`` are the source's, where it has them (DALI iterators).
 
     ``prefetch=N`` pulls and converts up to N batches ahead on a thread: the same batches
     in the same order; an error of the source or of a conversion is raised at the batch
@@ -244,7 +333,7 @@ class Batches:
         self._resume: tuple[int, Any] | None = None
         #: The latest pass iter() made over a restartable source: its state_dict() is ours,
         #: so it is kept (a loop left with ``break`` still says where it stopped) until the
-        #: next iter() closes it.
+        #: next iter() replaces it.
         self._latest: Batches | None = None
         #: A pass of a restartable source, made by its iter(): iter() of it is itself.
         self._is_pass = False
@@ -263,13 +352,22 @@ class Batches:
             elif current.prefetcher is None:
                 iter(self.source)  # as before: a consumed DALI iterator resets here
             return self
-        if self._latest is not None:
-            self._latest.close()
+        current = self._pass
+        if current is not None:
+            # next() began this pass: a loop goes on with it, never a new pass mid-way;
+            # once it ended (StopIteration was raised), iter() begins the next one.
+            if current.ended:
+                self._begin()
+            return self
+        # A new pass of its own, as iter() of the source gives. The previous one is not
+        # closed here: a pass still held (zip(it, it), nested loops) goes on; one no longer
+        # held stops its thread when it is dropped (__del__).
         fresh = Batches(self.source, self._convert, self._prefetch)
         fresh._checkpointer, fresh._is_pass = self._source_checkpointer(), True
         fresh.workers = self.workers
-        fresh._resume, self._resume = self._resume, None  # a loaded state: this pass's
+        fresh._resume = self._resume  # a loaded state: this pass's
         fresh._begin()
+        self._resume = None  # begun from it (a state the source refused stays loaded)
         self._latest = fresh
         return fresh
 
@@ -312,8 +410,8 @@ class Batches:
         self._stop()
         cp = self._source_checkpointer()
         start, state = self._resume if self._resume is not None else (0, None)
-        self._resume = None
         iterator = iter(self.source) if isinstance(cp, str) else cp.begin(state)
+        self._resume = None  # once begun: a state the source refused stays (and is refused again)
         current = _Pass(iterator, start, None)
         if self._prefetch:
             replayable = not isinstance(cp, str) and cp.replayable

@@ -16,7 +16,7 @@ from typing import Any
 
 from interop_core.plugin import CheckpointError
 
-from .checkpoints import Watched
+from .checkpoints import Watched, count, damaged, fields, flag, length, same, show
 
 #: Samplers whose order comes from their own fields and the generators they draw from, so
 #: a copy with private generators replays it (subclasses may draw otherwise: refused).
@@ -82,6 +82,16 @@ def map_checkpointer(loader: Any) -> MapLoaderCheckpointer | str:
 
 def _state_of(generator: Any) -> bytes:
     return bytes(generator.get_state().numpy().tobytes())
+
+
+def _check_generator(value: Any, where: str) -> None:
+    """``value``: the bytes of a torch.Generator's state, which torch takes back."""
+    if not isinstance(value, bytes):
+        raise damaged(f"{where} is {show(value)}, not the bytes of a torch generator's state")
+    try:
+        _generator(value)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise damaged(f"{where} is not a torch generator's state ({exc})") from exc
 
 
 def _generator(state: bytes) -> Any:
@@ -158,9 +168,20 @@ class MapLoaderCheckpointer:
             rng["sampler"] = "loader" if own is loader.generator else _state_of(own)
         return {
             "rng": rng,
+            **self._identity(),
+            "epoch": int(sampler.epoch) if kind == "epoch" else None,
+        }
+
+    def _identity(self) -> dict[str, Any]:
+        """What a state compares with the loader it resumes (its order would not be this
+        one's otherwise): the sampler, the number of batches and of samples, the batching."""
+        loader, sampler = self.loader, self._sampler
+        return {
             "sampler": "fixed" if sampler is None else type(sampler).__qualname__,
             "length": len(loader),
-            "epoch": int(sampler.epoch) if kind == "epoch" else None,
+            "samples": length(loader.dataset),
+            "batch_size": loader.batch_size,
+            "drop_last": bool(loader.drop_last),
         }
 
     # -- the protocol -----------------------------------------------------------------------
@@ -193,31 +214,65 @@ class MapLoaderCheckpointer:
 
     # -- resuming ---------------------------------------------------------------------------
 
-    def _check(self, state: dict[str, Any]) -> None:
-        """Refuse a state made for a DataLoader built otherwise (its order would not be this
-        one's): another sampler, length, or generators."""
-        fields = self._record(base=False)
-        for key in ("sampler", "length"):
-            if state.get(key) != fields[key]:
+    def check(self, position: Any, batches: int | None = None) -> None:
+        """Refuse a position no pass of a DataLoader built like this one made: damaged
+        (keys, types, counts, generator states torch would not take) or made for a
+        DataLoader built otherwise (its order would not be this one's: another sampler,
+        length, batching, or generators)."""
+        identity = self._identity()
+        keys = ("batches", "rng", *identity, "epoch")
+        state = fields(position, "its DataLoader position", keys)
+        for key, has in identity.items():
+            if not same(state[key], has):
                 raise CheckpointError(
                     f"This state was made for a DataLoader whose {key} is "
-                    f"{state.get(key)!r}; this one's is {fields[key]!r}.\nLoad it into an "
+                    f"{show(state[key])}; this one's is {has!r}.\nLoad it into an "
                     "iterator over a DataLoader built the same way (dataset, sampler, "
                     "batch_size, drop_last, generator)."
                 )
+        skip = count(state["batches"], "its count of batches", identity["length"], "batches")
+        if batches is not None and skip != batches:
+            raise damaged(f"it counts {batches} batches handed out, and its position {skip}")
+        rng = fields(state["rng"], "its generators", ("global", "loader", "sampler", "base"))
+        base = flag(rng["base"], "its generators' base")
+        loader = self.loader
+        own = self._sampler.generator if self._draws() else None
         for key in ("loader", "sampler"):
-            had, has = state["rng"][key] is not None, fields["rng"][key] is not None
+            had = rng[key] is not None
+            has = (loader.generator if key == "loader" else own) is not None
             if had != has:
                 raise CheckpointError(
                     f"This state was made for a DataLoader {'with' if had else 'without'} a "
                     f"{key} generator; this one has {'one' if has else 'none'}.\nLoad it into "
                     "an iterator over a DataLoader built the same way."
                 )
+        wants_global = self._uses_global() or (base and loader.generator is None)
+        if (rng["global"] is not None) != wants_global:
+            raise damaged(
+                f"its global generator state is {show(rng['global'])}, where a DataLoader "
+                f"built like this one {'draws from' if wants_global else 'does not draw from'}"
+                " the global generator"
+            )
+        for key in ("global", "loader", "sampler"):
+            value = rng[key]
+            if key == "sampler" and isinstance(value, str) and value == "loader":
+                if own is None or own is not loader.generator:
+                    raise damaged("its sampler draws from the loader's generator; not so here")
+            elif value is not None:
+                _check_generator(value, f"its {key} generator state")
+        if self._kind == "epoch":
+            count(state["epoch"], "its sampler's epoch")
+        elif state["epoch"] is not None:
+            raise damaged(f"its epoch is {show(state['epoch'])}; this sampler has none")
+
+    def _draws(self) -> bool:
+        """Whether the sampler draws from a generator of its own (or the global one)."""
+        return self._kind in ("random", "draws")
 
     def _resume(self, state: dict[str, Any]) -> Iterator[Any]:
         import torch
 
-        self._check(state)
+        self.check(state)
         loader = self.loader
         rng = state["rng"]
         record = self._pass = _Recorded()

@@ -16,15 +16,19 @@ imports the other at module level. This module imports no framework.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import warnings
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from interop_core.plugin import (
     ITERATOR,
     PIPELINE,
     CallContext,
+    CheckpointError,
     ConversionError,
     ConverterSpec,
     Device,
@@ -35,7 +39,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from .dali_shared import cuda_devices, dali_errors
+from .dali_shared import DALI_ERRORS, cuda_devices, dali_errors
 
 INSTALL_HINT = "pip install nvidia-dali-cuda120 (nvidia-dali-cuda130 for CUDA 13)"
 
@@ -78,31 +82,137 @@ def _not_an_array(obj: Any) -> Any:
 # -- what the edges share ----------------------------------------------------------------
 
 
-def iterator_options(ctx: CallContext, partial_ok: bool = True) -> dict[str, Any]:
-    """DALI iterator keyword arguments from the options the user gave (DALI's defaults
-    for the rest); ``last_batch_policy`` may be a LastBatchPolicy or its name."""
+def check_options(options: Mapping[str, Any]) -> None:
+    """The values of the DALI options given (``options``: those passed), checked before
+    DALI sees any: an OptionError naming the option, the value and what it takes. It is
+    every DALI edge's ``validate``, so ``to()`` and ``explain()`` refuse alike, and the
+    converters (:func:`iterator_options`, :func:`pipeline`) read only values DALI takes
+    as they mean (DALI itself reads ``size="8"`` as 8, ``True`` as 1, and names an
+    ``output_map`` of numbers by their ``str()``)."""
+    for name, value in options.items():
+        check = _CHECKS.get(name)
+        if check is not None and not check[0](value):
+            raise OptionError(f"Option {name}={value!r} is not valid: {name}= takes {check[1]}.")
+    reader = options.get("reader_name")
+    if reader is not None:
+        size = options.get("size")
+        if size is not None and size != -1:
+            raise OptionError(
+                f"reader_name={reader!r} and size={size!r} both set the epoch size; pass one "
+                "(reader_name= reads it from the reader)."
+            )
+        if options.get("last_batch_padded"):
+            raise OptionError(
+                f"reader_name={reader!r} and last_batch_padded=True: with reader_name= the "
+                "reader's pad_last_batch decides it. Leave last_batch_padded= out."
+            )
+
+
+def _integer(value: Any, minimum: int) -> bool:
+    """Whether ``value`` is an int (numpy's too; never a bool) >= ``minimum``."""
+    if isinstance(value, (bool, float)):
+        return False
+    try:
+        return operator.index(value) >= minimum
+    except TypeError:
+        return False
+
+
+def _names(value: Any) -> bool:
+    return (
+        isinstance(value, (list, tuple))
+        and len(value) > 0
+        and all(isinstance(n, str) and n for n in value)
+        and len(set(value)) == len(value)
+    )
+
+
+def _policy(value: Any) -> bool:
     from nvidia.dali.plugin.base_iterator import LastBatchPolicy
 
+    return isinstance(value, LastBatchPolicy) or (
+        isinstance(value, str) and value.upper() in LastBatchPolicy.__members__
+    )
+
+
+def _queue_depth(value: Any) -> bool:
+    if isinstance(value, dict):
+        return set(value) == {"cpu_size", "gpu_size"} and all(
+            _integer(v, 1) for v in value.values()
+        )
+    return _integer(value, 1)
+
+
+_BOOL = "True or False"
+#: For each DALI option: whether a value is one DALI takes as meant, and what it takes.
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "output_map": (
+        _names,
+        "the names of the pipeline's outputs in order: a list of distinct non-empty "
+        "strings, one per output (e.g. output_map=['images', 'labels']); each batch is a "
+        "dict of them",
+    ),
+    "reader_name": (
+        lambda v: v is None or (isinstance(v, str) and v != ""),
+        "the name of a reader of the pipeline (its name= argument): a non-empty string",
+    ),
+    "size": (
+        lambda v: v is None or (type(v) is int and v == -1) or _integer(v, 1),
+        "the number of samples in an epoch: an int >= 1 (-1 or None: not given)",
+    ),
+    "auto_reset": (
+        lambda v: v is None or isinstance(v, bool) or (isinstance(v, str) and v in _RESETS),
+        "False, None or 'no' (reset() starts the next epoch), or True or 'yes' (the "
+        "iterator resets itself at the end of an epoch)",
+    ),
+    "last_batch_policy": (
+        _policy,
+        "'fill', 'drop' or 'partial' (or a nvidia.dali.plugin.base_iterator.LastBatchPolicy)",
+    ),
+    "last_batch_padded": (lambda v: v is None or isinstance(v, bool), _BOOL),
+    "prepare_first_batch": (lambda v: isinstance(v, bool), _BOOL),
+    "batch_size": (lambda v: _integer(v, 1), "the batch size: an int >= 1"),
+    "num_threads": (lambda v: _integer(v, 1), "DALI's CPU threads: an int >= 1"),
+    "seed": (
+        lambda v: v is None or (_integer(v, 0) and v < 2**63),
+        "the seed of the pipeline's random generators: an int in [0, 2**63) (None: a random one)",
+    ),
+    "exec_dynamic": (lambda v: isinstance(v, bool), _BOOL),
+    "prefetch_queue_depth": (
+        _queue_depth,
+        "how many batches DALI runs ahead: an int >= 1, or a dict {'cpu_size': n, "
+        "'gpu_size': m} (separated queues)",
+    ),
+    "pipeline_kwargs": (
+        lambda v: v is None or (isinstance(v, dict) and all(isinstance(k, str) for k in v)),
+        "the @pipeline_def function's own arguments: a dict of them by name",
+    ),
+}
+#: The names DALI's iterators take for ``auto_reset`` (besides None and the bools).
+_RESETS: tuple[str, ...] = ("no", "yes")
+
+
+def iterator_options(ctx: CallContext, partial_ok: bool = True) -> dict[str, Any]:
+    """DALI iterator keyword arguments from the options the user gave (DALI's defaults
+    for the rest); ``last_batch_policy`` may be a LastBatchPolicy or its name. Every DALI
+    edge calls it before it builds a pipeline, so every option's value is checked here
+    (:func:`check_options`: a route planned once is not planned, nor validated, again)."""
+    from nvidia.dali.plugin.base_iterator import LastBatchPolicy
+
+    check_options(ctx.options)
     given = {k: ctx.options[k] for k in ITERATOR_OPTIONS if k in ctx.options}
     names = given.get("output_map")
-    if names is None or isinstance(names, str) or not names:
+    if names is None:
         raise OptionError(
             "A DALI pipeline needs output_map=: the names of its outputs in order, e.g. "
             "to(pipe, 'jax', output_map=['images', 'labels']); each batch is a dict of them."
         )
-    names = [str(n) for n in names]
-    if len(set(names)) != len(names):
-        raise OptionError(f"output_map={names!r} repeats a name; each must be distinct.")
-    given["output_map"] = names
+    given["output_map"] = list(names)
+    if "size" in given and given["size"] is None:
+        del given["size"]  # not given (DALI's own iterators take no None)
     policy = given.get("last_batch_policy", LastBatchPolicy.FILL)
     if isinstance(policy, str):
-        try:
-            policy = LastBatchPolicy[policy.upper()]
-        except KeyError:
-            raise OptionError(
-                f"last_batch_policy={policy!r}: expected 'fill', 'drop' or 'partial' "
-                "(or a nvidia.dali.plugin.base_iterator.LastBatchPolicy)."
-            ) from None
+        policy = LastBatchPolicy[policy.upper()]
     if policy == LastBatchPolicy.PARTIAL and not partial_ok:
         raise OptionError(
             "DALI's JAX iterator does not return partial last batches (each new batch shape "
@@ -151,12 +261,7 @@ def epoch_options(pipes: list[Any], options: dict[str, Any]) -> dict[str, Any]:
                 + f".\nIts readers: {have or 'none'}; pass one of them (a reader's name= "
                 "argument), or leave reader_name= out."
             )
-        if size not in (-1, None):
-            raise OptionError(
-                f"reader_name={name!r} and size={size!r} both set the epoch size; pass one "
-                "(reader_name= reads it from the reader)."
-            )
-        return options
+        return options  # with neither size= nor last_batch_padded= (check_options)
     if size not in (-1, None):
         return options  # the user's epoch size, as DALI takes it
     names = {tuple(sorted(meta)) for meta in readers}
@@ -236,10 +341,12 @@ def pipeline(obj: Any, ctx: CallContext, **overrides: Any) -> Any:
             given = ", ".join([*build, *(["device"] if ctx.device is not None else [])])
             raise OptionError(
                 f"{given} build a pipeline from a @pipeline_def function; this Pipeline is "
-                f"built already (batch_size {obj.max_batch_size}, device_id {obj.device_id}). "
-                "Pass the @pipeline_def function instead, or build the Pipeline with them."
+                f"made already (batch_size {obj.max_batch_size}, device_id {obj.device_id}). "
+                "Pass the @pipeline_def function instead, or make the Pipeline with them."
             )
         pipe = obj
+        if obj._enable_checkpointing and not obj._built and obj not in _GRAPHS:
+            _GRAPHS[obj] = _graph(obj)
     else:
         kwargs = dict(build.pop("pipeline_kwargs", None) or {})
         build.setdefault("num_threads", min(4, os.cpu_count() or 1))
@@ -293,7 +400,7 @@ def to_jax(obj: Any, ctx: CallContext) -> Any:
     pipes, options = prepared(obj, ctx, partial_ok=False)
     with dali_errors(obj):
         it = jax_iterator(pipes, dtype=ctx.option("dtype"), **options)
-    return restorable(it, obj, ctx, lambda p: p, ctx.option("dtype"), **options)
+    return restorable(it, obj, pipes, ctx, lambda p: p, ctx.option("dtype"), **options)
 
 
 def to_torch(obj: Any, ctx: CallContext) -> Any:
@@ -304,7 +411,7 @@ def to_torch(obj: Any, ctx: CallContext) -> Any:
     pipes, options = prepared(obj, ctx)
     with dali_errors(obj):
         it = torch_iterator(pipes, dtype=ctx.option("dtype"), **options)
-    return restorable(it, obj, ctx, lambda p: p, ctx.option("dtype"), **options)
+    return restorable(it, obj, pipes, ctx, lambda p: p, ctx.option("dtype"), **options)
 
 
 def to_numpy(obj: Any, ctx: CallContext) -> Any:
@@ -318,21 +425,97 @@ def to_numpy(obj: Any, ctx: CallContext) -> Any:
     many = isinstance(obj, (list, tuple))
     with dali_errors(obj):
         it = NumpyBatches(pipes if many else pipes[0], dtype=cast, **options)
-    return restorable(it, obj, ctx, lambda p: p if many else p[0], dtype=cast, **options)
+    return restorable(it, obj, pipes, ctx, lambda p: p if many else p[0], dtype=cast, **options)
 
 
-def restorable(it: Any, obj: Any, ctx: CallContext, form: Any, *args: Any, **kwargs: Any) -> Any:
+#: The serialized graph of each Pipeline given to ``to()`` unbuilt with
+#: ``enable_checkpointing=True`` (what a ``@pipeline_def`` call returns), taken before
+#: ``to()`` built it; or why it has none (a string). DALI restores a pipeline from a
+#: checkpoint only when it is built, so a restore builds a new one from this graph.
+_GRAPHS: weakref.WeakKeyDictionary[Any, bytes | str] = weakref.WeakKeyDictionary()
+
+
+def _graph(pipe: Any) -> bytes | str:
+    """``pipe``'s serialized graph (``pipe`` not built yet), or why it cannot be rebuilt
+    from one: an operator DALI cannot serialize (python_function), or an external_source
+    callback (Python code, not in the graph: a pipeline built again would wait for data)."""
+    try:
+        graph = pipe.serialize()
+    except DALI_ERRORS as exc:
+        return (
+            "this DALI pipeline cannot be built again from a checkpoint by interop_core: it "
+            "was made before to() (a @pipeline_def called), and DALI cannot serialize its "
+            f"graph ({str(exc).splitlines()[0]}). Pass the @pipeline_def function itself to "
+            "to() (with batch_size= and pipeline_kwargs=): it is called again with the "
+            "checkpoint"
+        )
+    if pipe._input_callbacks:
+        return (
+            "this DALI pipeline cannot be built again from a checkpoint by interop_core: it "
+            "was made before to() (a @pipeline_def called), and its external_source takes a "
+            "Python callback, which its serialized graph does not hold. Pass the "
+            "@pipeline_def function itself to to() (with batch_size= and pipeline_kwargs=): "
+            "it is called again with the checkpoint"
+        )
+    return graph  # type: ignore[no-any-return]
+
+
+def _rebuilt(pipe: Any, graph: bytes, checkpoint: Any) -> Any:
+    """A new pipeline of ``pipe``'s ``graph`` and parameters, built from ``checkpoint``."""
+    from nvidia.dali.pipeline import Pipeline
+
+    depth = pipe.prefetch_queue_depth
+    if isinstance(depth, dict):  # given as cpu_size/gpu_size; read back as cpu/gpu
+        depth = {f"{k}_size": depth.get(f"{k}_size", depth.get(k)) for k in ("cpu", "gpu")}
+    with dali_errors(pipe):
+        new = Pipeline(
+            batch_size=pipe.max_batch_size, num_threads=pipe.num_threads,
+            device_id=pipe.device_id, seed=pipe.seed, exec_pipelined=pipe.exec_pipelined,
+            exec_async=pipe.exec_async, exec_dynamic=pipe.exec_dynamic,
+            prefetch_queue_depth=depth, enable_checkpointing=True, checkpoint=checkpoint,
+        )  # fmt: skip
+        new.deserialize_and_build(graph)
+    return new
+
+
+def restorable(
+    it: Any, obj: Any, pipes: list[Any], ctx: CallContext, form: Any, *args: Any, **kwargs: Any
+) -> Any:
     """``it`` (made by ``type(it)(form(pipes), *args, **kwargs)``), able to start again
-    from DALI checkpoints when ``obj`` is a @pipeline_def built with enable_checkpointing:
-    its pipelines are built again with ``checkpoint=`` and the iterator re-made over them,
-    in place (checkpoints.py resumes a converted iterator so)."""
-    if not (_is_pipeline_def(obj) and it._enable_checkpointing):
+    from DALI checkpoints when its pipelines checkpoint and to() built them: a
+    ``@pipeline_def`` is called again with ``checkpoint=``, a Pipeline given unbuilt is
+    built again from its serialized graph (:data:`_GRAPHS`) with ``checkpoint=``; the
+    iterator is re-made over them, in place (checkpoints.py resumes a converted iterator
+    so). Pipelines built before to() cannot be: their graph was not kept."""
+    if not it._enable_checkpointing:
         return it
+    if _is_pipeline_def(obj):
+
+        def build(i: int, checkpoint: Any) -> Any:
+            return pipeline(obj, ctx, checkpoint=checkpoint)
+
+    else:
+        graphs = [_GRAPHS.get(p) for p in pipes]
+        if any(g is None for g in graphs):
+            return it  # built by the caller: checkpoints.py says so
+        why = next((g for g in graphs if isinstance(g, str)), "")
+        if why:
+            it._unrestorable = why
+            return it
+
+        def build(i: int, checkpoint: Any) -> Any:
+            return _rebuilt(pipes[i], graphs[i], checkpoint)  # type: ignore[arg-type]
 
     def remake(it: Any, checkpoints: list[Any]) -> None:
-        pipes = [pipeline(obj, ctx, checkpoint=c) for c in checkpoints]
+        if len(checkpoints) != len(pipes):
+            raise CheckpointError(
+                f"This state holds the checkpoints of {len(checkpoints)} DALI pipeline(s); "
+                f"this iterator runs {len(pipes)}.\nLoad it into an iterator over as many "
+                "pipelines, made the same way."
+            )
+        rebuilt = [build(i, c) for i, c in enumerate(checkpoints)]
         with dali_errors(obj):
-            type(it).__init__(it, form(pipes), *args, **kwargs)
+            type(it).__init__(it, form(rebuilt), *args, **kwargs)
 
     it._remake = remake
     return it
@@ -381,6 +564,7 @@ EPOCH_NOTE = (
 
 def _edge(name: str, target: str, load: Any, note: str, **fields: Any) -> ConverterSpec:
     fields.setdefault("options", OPTIONS)
+    fields.setdefault("validate", check_options)
     return ConverterSpec(
         name=name, source="dali", target=target, load=load, kind=PIPELINE,
         result_kind=ITERATOR, zero_copy=True, context=True, rerun=False,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from nvidia.dali.plugin.base_iterator import LastBatchPolicy, _DaliBaseIterator
 
-from interop_core.plugin import Cast, InteropError, OptionError
+from interop_core.plugin import Cast, ConversionError, InteropError, OptionError
 
 from ..frameworks.jax import X64
 from ..frameworks.numpy import aligned_copy, dtype_name
@@ -51,6 +51,9 @@ class _EpochLength:
     #: @pipeline_def with enable_checkpointing=True (DALI restores a pipeline's readers and
     #: random generators only when it is built). checkpoints.py resumes through it.
     _remake: Callable[[Any, list[Any]], None] | None = None
+    #: Why ``_remake`` is None though the pipelines checkpoint and to() built them (a graph
+    #: DALI cannot serialize; an external_source callback); "" otherwise.
+    _unrestorable = ""
 
     def _restore(self, checkpoints: list[Any]) -> None:
         """Start where ``checkpoints()`` of an iterator made the same way left off."""
@@ -81,10 +84,12 @@ class _EpochLength:
         """Go on where ``state`` (from :meth:`state_dict`) says: the pipelines are built
         again from its checkpoints, and the next batch is the one after it."""
         from .batches import checkpointable, read_state
-        from .checkpoints import checkpointer
+        from .checkpoints import DaliCheckpointer, checkpointer
 
-        _, position = read_state(checkpointable(checkpointer(self)), state)
-        self._restore(list(position["checkpoints"]))
+        cp = checkpointable(checkpointer(self))
+        _, position = read_state(cp, state)  # checked: a damaged state is refused here
+        assert isinstance(cp, DaliCheckpointer)
+        cp.restore(position)  # DALI's refusal of a checkpoint, as a CheckpointError
         self._restored = True
 
 
@@ -173,13 +178,25 @@ def _torch_class() -> type:
     """DALI's PyTorch iterator (checked) whose tensors ``dtype=`` casts (in torch, after
     DALI made them: torch holds every DALI dtype)."""
     from nvidia.dali.plugin.pytorch import DALIGenericIterator
+    from nvidia.dali.plugin.pytorch.torch_utils import to_torch_type
 
     from ..frameworks.torch import astype, dtype_name
 
     class TorchIterator(_checked(DALIGenericIterator)):  # type: ignore[misc]
         def __init__(self, pipes: list[Any], dtype: Cast | None, **options: Any) -> None:
             self._cast = dtype
+            self._types_checked = False  # the outputs' dtypes, at the first batch
             super().__init__(pipes, **options)
+
+        def _get_outputs(self) -> Any:
+            outputs = super()._get_outputs()
+            if not self._types_checked:  # a pipeline's output dtypes are fixed: once
+                for pipe_outputs in outputs:
+                    for name, out in zip(self.output_map, pipe_outputs, strict=False):
+                        if out.dtype not in to_torch_type:
+                            raise _no_torch_type(name, out.dtype, to_torch_type)
+                self._types_checked = True
+            return outputs
 
         def __next__(self) -> Any:
             batch = super().__next__()
@@ -194,6 +211,18 @@ def _torch_class() -> type:
     TorchIterator.__name__ = TorchIterator.__qualname__ = DALIGenericIterator.__name__
     TorchIterator.__doc__ = DALIGenericIterator.__doc__
     return TorchIterator
+
+
+def _no_torch_type(name: str, dtype: Any, known: Any) -> ConversionError:
+    """The error for DALI output ``name`` of ``dtype``, which DALI's PyTorch iterator has
+    no torch type for (it raised a bare KeyError: uint16, uint32, uint64)."""
+    have = ", ".join(sorted(dali_dtype(t) for t in known))
+    return ConversionError(
+        f"DALI output {name!r} is {dali_dtype(dtype)}, which DALI's PyTorch iterator cannot "
+        f"give (it makes torch tensors of {have}).\nCast it in the pipeline (e.g. "
+        "fn.cast(x, dtype=types.INT64)), or convert the pipeline to 'numpy' and each batch "
+        "to torch (to(batch, 'torch'))."
+    )
 
 
 def _cast(x: Any, wanted: str | None, astype: Any) -> Any:

@@ -72,4 +72,11 @@ def dali_error(exc: Exception, obj: Any) -> ConversionError:
             f"{name} cannot be sharded: sharding= calls it with shard_id= and num_shards=; "
             f"give it those parameters and pass them to its reader. DALI said: {text}"
         )
+    if "Please double-check the `" in text:  # DALI's words for an argument it takes not
+        argument = text.split("`")[1]
+        return ConversionError(
+            f"{name} takes no argument {argument!r}: neither its function nor DALI's "
+            "Pipeline has one of that name. pipeline_kwargs= passes the @pipeline_def "
+            "function's own arguments: check their names."
+        )
     return ConversionError(f"{name} failed: {type(exc).__name__}: {text}")
