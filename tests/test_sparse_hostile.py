@@ -463,6 +463,7 @@ def test_the_advice_for_a_lying_coo_flag_works() -> None:
 
 
 def test_an_invalid_array_is_refused_by_explain_and_as_a_leaf() -> None:
+    need("torch")
     m = _edit(_set("indices", 0, 10**9), "small")
     with pytest.raises(InvalidArrayError, match="column index 1000000000"):
         explain(m, "torch")
@@ -610,6 +611,7 @@ def test_jax_padding_is_dropped_with_the_right_values(
 
 def test_jax_padding_between_entries_is_dropped_by_a_copy() -> None:
     jnp = need("jax").numpy
+    need("torch")
     x = _jsp().BCOO(
         (jnp.array([1.0, 5, 2], jnp.float32), jnp.array([[0, 1], [3, 4], [2, 2]], jnp.int32)),
         shape=(3, 4),
@@ -623,6 +625,7 @@ def test_jax_padding_between_entries_is_dropped_by_a_copy() -> None:
 
 def test_bcsr_padding_inside_a_row_is_dropped() -> None:
     jnp = need("jax").numpy
+    need("torch")
     x = _jsp().BCSR(
         (jnp.array([1.0, 9, 2], jnp.float32), jnp.array([1, 4, 2], jnp.int32),
          jnp.array([0, 2, 2, 3], jnp.int32)), shape=(3, 4),

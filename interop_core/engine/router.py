@@ -372,6 +372,9 @@ def _check_options(st: State, req: Request, found: Search) -> None:
         )
     if listing:
         lines += [f"Other routes for {req.kind.plural} take:", *listing]
+    elif len(own) <= 2 * _LISTED:  # a short catalogue (a kind of few edges): all of it
+        catalogue = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in own]
+        lines += [f"Options for {req.kind.plural} are taken by:", *catalogue]
     raise OptionError("\n".join(lines), unknown)
 
 
