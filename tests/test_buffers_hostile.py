@@ -127,6 +127,33 @@ def test_lies_never_reach_a_framework(target: str) -> None:
             assert why in message, (name, message)
 
 
+def test_a_format_of_another_size_than_its_itemsize_is_never_read() -> None:
+    """In a child: "f" (4 bytes) with itemsize 8 crashed numpy, torch and TensorFlow (numpy
+    reads the format, the strides follow the itemsize); now no dtype, so no route, and no
+    cast either."""
+    run = child("""
+        import numpy as np
+        from hostile import lying_buffer
+        from interop_core import ConversionError, NoRouteError, to
+        a = np.arange(6, dtype=np.float32)
+        for fmt, size in ((b"f", 8), (b"d", 4), (b"<q", 2), (b"T{f:x:}", 4), (b"O", 8)):
+            view = lying_buffer(a, int(a.ctypes.data), (24 // (2 * size),), fmt=fmt,
+                                itemsize=size)
+            try:
+                to(view, "numpy")
+                print("CONVERTED")
+            except NoRouteError as exc:
+                print("NOROUTE", "buffer format" in str(exc))
+            try:
+                to(view, "numpy", dtype="float32")
+                print("CAST")
+            except ConversionError as exc:
+                print("NOCAST", "no dtype a cast starts from" in str(exc))
+    """)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["NOROUTE", "True", "NOCAST", "True"] * 5
+
+
 #: name -> (a buffer telling the truth about ``a``'s memory, the values it holds)
 A = np.arange(6, dtype=np.float32)
 RAW = np.arange(32, dtype=np.uint8)

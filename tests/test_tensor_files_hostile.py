@@ -76,6 +76,10 @@ MALFORMED: dict[str, tuple[Any, bytes, str, str | None]] = {
         b'{"a": {"dtype": "F32", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 24]}}',
         bytes(24), "not UTF-8 JSON", None,
     ),
+    "a lone surrogate": (
+        b'{"\\udcff": {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]}}', bytes(24),
+        "half a UTF-16 surrogate pair", None,
+    ),
     "an array": (b"[1, 2]", b"", "a JSON array, not an object", None),
     "a string": (b'"abc"', b"", "a JSON string, not an object", None),
     "null": (b"null", b"", "a JSON null, not an object", None),

@@ -35,6 +35,7 @@ scipy.sparse arrays are not protocols: the "scipy" framework plugin owns them.
 
 from __future__ import annotations
 
+import struct
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -124,8 +125,15 @@ _SIGNED, _UNSIGNED = frozenset("bhilqn"), frozenset("BHILQNP")
 
 
 def format_dtype(fmt: str, itemsize: int) -> str:
-    """Canonical dtype of a buffer-protocol (struct) format with its item size."""
+    """Canonical dtype of a buffer-protocol (struct) format with its item size; none where
+    the size the format means is not the item size the exporter gives (numpy reads the
+    format, a framework handed the other size reads past the memory)."""
     code, order = fmt.lstrip("@=<>!"), fmt[:1]
+    size = _format_size(fmt)
+    if size is None:
+        return f"buffer format {fmt!r}"
+    if size != itemsize:
+        return f"buffer format {fmt!r} with itemsize {itemsize}"
     name = None
     if code == "?":
         name = "bool"
@@ -142,6 +150,29 @@ def format_dtype(fmt: str, itemsize: int) -> str:
     if order in ("<", ">", "!") and order != _NATIVE and itemsize > 1:
         return f"{name} (non-native byte order)"
     return name
+
+
+def _format_size(fmt: str) -> int | None:
+    """The bytes of one item of struct format ``fmt`` (PEP 3118's "Zf"/"Zd" complex too);
+    None for what the struct module cannot size."""
+    found = _FORMAT_SIZES.get(fmt)
+    if found is None:
+        code = fmt.lstrip("@=<>!")
+        twice = code in ("Zf", "Zd")  # complex: two of its floats
+        found = -1
+        # ctypes says "<P" for void*, which the struct module sizes only natively ("P").
+        for form in (fmt, code):
+            try:
+                found = struct.calcsize(form.replace("Z", "")) * (2 if twice else 1)
+                break
+            except (struct.error, ValueError, TypeError):
+                continue
+        if len(_FORMAT_SIZES) < 256:
+            _FORMAT_SIZES[fmt] = found
+    return None if found < 0 else found
+
+
+_FORMAT_SIZES: dict[str, int] = {}
 
 
 def _itemsize(dtype: str, fallback: int) -> int:
@@ -724,10 +755,12 @@ def _numpy_rows(
 # after the cast is the one explain() plans (from the same protocol, same flags).
 
 
-def _cast(x: Any, dtype: str) -> Any:
-    """The values numpy reads from ``x`` (a snapshot), cast to ``dtype``."""
+def _cast(x: Any, described: TensorInfo, dtype: str) -> Any:
+    """The values numpy reads from ``x`` (a snapshot ``described`` so), cast to ``dtype``."""
     import numpy as np
 
+    if described.dtype not in DTYPES:  # numpy would read the format the route refused
+        raise ValueError(f"its {described.dtype} is no dtype a cast starts from")
     if dtype in _ML:
         raise ValueError(
             f"{dtype} cannot be said through the buffer protocol or an array interface "
@@ -737,11 +770,11 @@ def _cast(x: Any, dtype: str) -> Any:
 
 
 def _astype_buffer(x: Any, dtype: str) -> memoryview:
-    return memoryview(_cast(x, dtype))
+    return memoryview(_cast(x, describe_buffer(x), dtype))
 
 
 def _astype_interface(x: InterfaceSnapshot, dtype: str) -> InterfaceSnapshot:
-    out = _cast(x, dtype)
+    out = _cast(x, x.described, dtype)
     d = out.__array_interface__
     info = read_interface(d)
     described = _interface_info("array_interface", info, CPU, x.described.flags)
@@ -749,7 +782,7 @@ def _astype_interface(x: InterfaceSnapshot, dtype: str) -> InterfaceSnapshot:
 
 
 def _astype_array_like(x: ArrayLikeSnapshot, dtype: str) -> ArrayLikeSnapshot:
-    out = _cast(x, dtype)
+    out = _cast(x, x.described, dtype)
     described = describe_ndarray(out)._replace(framework="array_like", flags=x.described.flags)
     return ArrayLikeSnapshot(out, described, out)
 

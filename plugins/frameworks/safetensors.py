@@ -47,6 +47,7 @@ import json
 import mmap
 import os
 import pathlib
+import re
 import stat
 import struct
 from typing import Any
@@ -114,6 +115,10 @@ _REWRITE = "Re-save the file (safetensors' save_file), or download it again if i
 _CORRUPT = "The file is corrupt or not safetensors. " + _REWRITE
 
 
+#: A JSON escape of a UTF-16 surrogate (json.loads keeps a lone one in the str it makes).
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
 class _Duplicate(Exception):
     """A JSON object of the header names ``key`` twice."""
 
@@ -166,6 +171,13 @@ def read_header(path: pathlib.Path, size: int, head: bytes) -> tuple[int, dict[s
     if not isinstance(header, dict):
         raise _fail(path, f"its header is a JSON {_json_type(header)}, not an object",
                     _REWRITE)  # fmt: skip
+    if _SURROGATE.search(raw):  # an escape of half a UTF-16 pair: no text if left alone
+        try:
+            json.dumps(header, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise _fail(path, "its header escapes half a UTF-16 surrogate pair (\\ud800-"
+                        "\\udfff alone), which is no Unicode text (the safetensors package "
+                        "refuses such a file)", _CORRUPT) from None  # fmt: skip
     return 8 + length, header
 
 
