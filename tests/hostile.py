@@ -8,7 +8,24 @@ a case that would crash the interpreter on a broken build only fails its own tes
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+import sys
+import textwrap
 from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_child(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter with tests/ importable: a case that would crash
+    the interpreter fails only its own test."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip
 
 
 class _DLDevice(ctypes.Structure):

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 from typing import Any
 
 import pytest
 from conftest import need
-from hostile import Interface, lying_buffer
+from hostile import Interface, lying_buffer, run_child
 
 from interop_core import InteropError, InvalidArrayError, explain, to
 
@@ -27,13 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def child(code: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with tests/ importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    """Run ``code`` in a fresh interpreter with tests/ importable (hostile.run_child)."""
+    return run_child(code, timeout)
 
 
 #: name -> (an expression building the liar from ``a`` (6 float32) and ``p`` (its address),

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 from typing import Any
 
 import adapters
 import pytest
 from conftest import frameworks, need
-from hostile import CapsuleProducer, RawCapsule, ShiftyArray, ShiftyDLPack, ShiftyInterface
+from hostile import (
+    CapsuleProducer,
+    RawCapsule,
+    ShiftyArray,
+    ShiftyDLPack,
+    ShiftyInterface,
+    run_child,
+)
 
 from interop_core import ConversionError, CopyRequiredError, InvalidArrayError, explain, to
 
@@ -27,13 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def child(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with tests/ importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    """Run ``code`` in a fresh interpreter with tests/ importable (hostile.run_child)."""
+    return run_child(code, timeout)
 
 
 def aligned(values: Any, dtype: Any) -> Any:

@@ -21,12 +21,11 @@ import itertools
 import json
 import os
 import subprocess
-import sys
-import textwrap
 from typing import Any
 
 import pytest
 from conftest import need
+from hostile import run_child
 
 from interop_core import InvalidArrayError, OptionError, explain, to
 
@@ -208,13 +207,8 @@ def run_cases(calls: list[str]) -> None:
 
 
 def child(code: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with tests/ importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    """Run ``code`` in a fresh interpreter with tests/ importable (hostile.run_child)."""
+    return run_child(code, timeout)
 
 
 def _installed(name: str) -> bool:

@@ -16,14 +16,13 @@ import json
 import os
 import re
 import subprocess
-import sys
-import textwrap
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from conftest import need
+from hostile import run_child
 
 from interop_core import CopyRequiredError, InvalidArrayError, explain, to
 
@@ -71,13 +70,8 @@ def summed(shape: tuple[int, ...], coords: Any, data: Any) -> Any:
 
 
 def child(code: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with tests/ importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    """Run ``code`` in a fresh interpreter with tests/ importable (hostile.run_child)."""
+    return run_child(code, timeout)
 
 
 # -- crash-prone inputs, in child processes ------------------------------------------------------

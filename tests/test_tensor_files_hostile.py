@@ -18,12 +18,11 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 from typing import Any
 
 import pytest
 from conftest import need
-from hostile import safetensors_bytes
+from hostile import run_child, safetensors_bytes
 
 from interop_core import (
     ConversionError,
@@ -42,13 +41,8 @@ A = {"dtype": "F32", "shape": [6], "data_offsets": [0, 24]}
 
 
 def child(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter with tests/ importable."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")])}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
+    """Run ``code`` in a fresh interpreter with tests/ importable (hostile.run_child)."""
+    return run_child(code, timeout)
 
 
 def file(tmp_path: pathlib.Path, header: Any, data: bytes = b"", name: str = "m") -> pathlib.Path:
