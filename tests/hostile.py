@@ -14,6 +14,8 @@ import sys
 import textwrap
 from typing import Any
 
+from interop_core.kit.buffers import _PyBuffer  # Py_buffer, declared once
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -137,22 +139,6 @@ class ShiftyArray(Shifty):
 
 
 # -- the buffer protocol: a memoryview that says what its exporter says ----------------------
-
-
-class _PyBuffer(ctypes.Structure):  # Py_buffer (Include/pybuffer.h)
-    _fields_ = [
-        ("buf", ctypes.c_void_p),
-        ("obj", ctypes.c_void_p),
-        ("len", ctypes.c_ssize_t),
-        ("itemsize", ctypes.c_ssize_t),
-        ("readonly", ctypes.c_int),
-        ("ndim", ctypes.c_int),
-        ("format", ctypes.c_char_p),
-        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
-        ("internal", ctypes.c_void_p),
-    ]
 
 
 _memoryview_from_buffer = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.POINTER(_PyBuffer))(
