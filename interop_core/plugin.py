@@ -9,7 +9,10 @@ readers of the standard array protocols (DLPack, the buffer protocol, array inte
     from interop_core.plugin import ConverterSpec, FrameworkSpec, Needs, hookimpl
 
 The names here are the plugin API: the modules behind them (``interop_core.declare``,
-``interop_core.engine``, ``interop_core.kit``) may move. Importing this module imports no
+``interop_core.engine``, ``interop_core.kit``) may move. A name is here because plugins use
+it (the built-in ones, or docs/plugins.md's examples) or it belongs to what they declare,
+return or raise (every error, every refusal category, the records the readers return); the
+engine's other helpers stay in their modules. Importing this module imports no
 framework and nothing beyond the standard library, pluggy and interop_core itself.
 """
 
@@ -47,14 +50,12 @@ from .declare.errors import (
     UnknownFrameworkError,
     UnsupportedTransformError,
     category,
-    framework_failures,
 )
-from .declare.hookspecs import hookimpl
+from .declare.hookspecs import Checkpointer, WorkersPlan, hookimpl
 from .declare.predicates import OPAQUE_FLAGS, GlobalFlag, Needs
 from .declare.specs import (
     ALIGNMENT,
     ANY,
-    ARRAY,
     CPU,
     DTYPES,
     FUNCTION,
@@ -69,6 +70,7 @@ from .declare.specs import (
     Device,
     Flag,
     Form,
+    FormSpec,
     FrameworkSpec,
     Kind,
     KindSpec,
@@ -78,30 +80,24 @@ from .declare.specs import (
     TensorInfo,
     c_strides,
     classify_layout,
-    device_kind,
 )
 from .engine.casting import Cast
 from .engine.containers import map_leaves
 from .kit.buffers import (
-    MAX_NDIM,
     BufferInfo,
     DLPackInfo,
     InterfaceInfo,
     capsule_address,
-    check_memory,
     export_capsule,
     has_buffer,
-    interface_data,
     read_buffer,
     read_capsule,
-    read_dlpack,
     read_interface,
 )
 
 __all__ = [
     "ALIGNMENT",
     "ANY",
-    "ARRAY",
     "CPU",
     "DEVICE",
     "DTYPE",
@@ -112,7 +108,6 @@ __all__ = [
     "ITEMSIZE",
     "ITERATOR",
     "LAYOUT",
-    "MAX_NDIM",
     "MOVE_COST",
     "ON_REQUEST",
     "OPAQUE_FLAGS",
@@ -137,6 +132,7 @@ __all__ = [
     "DeviceError",
     "Flag",
     "Form",
+    "FormSpec",
     "FrameworkNotInstalledError",
     "FrameworkSpec",
     "GlobalFlag",
@@ -164,17 +160,16 @@ __all__ = [
     "c_strides",
     "capsule_address",
     "category",
-    "check_memory",
     "classify_layout",
-    "device_kind",
     "export_capsule",
-    "framework_failures",
     "has_buffer",
     "hookimpl",
-    "interface_data",
     "map_leaves",
     "read_buffer",
     "read_capsule",
-    "read_dlpack",
     "read_interface",
 ]
+
+# What the iterator kind's run-time hooks answer (``interop_checkpointer``,
+# ``interop_worker_policy``), for the plugins that implement them.
+__all__ += ["Checkpointer", "WorkersPlan"]

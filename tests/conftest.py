@@ -45,7 +45,7 @@ def frameworks(*, builtin: bool = False) -> tuple[str, ...]:
     plugin adds is tested too. ``builtin``: only those of interop_core's own plugins (for
     tests of what the built-ins promise, such as zero-copy between every pair)."""
     from interop_core import default_registry
-    from interop_core.engine.manager import BUILTIN_PLUGINS
+    from interop_core.engine.manager import builtin_plugins
 
     return tuple(
         name
@@ -53,7 +53,7 @@ def frameworks(*, builtin: bool = False) -> tuple[str, ...]:
         if spec.target
         and spec.example is not None
         and (not spec.device_kinds or "cpu" in spec.device_kinds)
-        and (not builtin or spec.plugin in BUILTIN_PLUGINS)
+        and (not builtin or spec.plugin in builtin_plugins())
     )
 
 

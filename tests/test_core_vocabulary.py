@@ -32,9 +32,6 @@ NAMES = re.compile(
 #: (module, pattern the whole string matches, why it may stay). Keep this short: a message
 #: that needs a framework's words takes them from that framework's spec instead.
 ALLOWED: tuple[tuple[str, str, str], ...] = (
-    # The core loads the built-in plugins by module path; their modules are named after the
-    # framework they teach (interop_plugins.frameworks.numpy), which is the plugins' vocabulary.
-    ("engine/manager.py", r"interop_plugins\.[a-z_.]+", "built-in plugin module paths"),
     # The command line's help shows one real invocation, as any command's help does.
     ("__main__.py", r"example: python -m interop_core explain numpy tensorflow --layout F",
      "the explain command's example in --help"),

@@ -143,3 +143,37 @@ def test_doctor_lists_the_kind_and_its_routes(reg: Registry) -> None:
     kinds = {k["name"]: k for k in report["kinds"]}
     assert kinds["checkpoint"]["usage"] == "to(ckpt, target): every tensor, zero-copy"
     assert report["checkpoints"] == {"alpha": {"beta": ["checkpoint tensors"]}}
+
+
+def test_only_arrays_have_traits_and_the_warm_path() -> None:
+    """A plugin's kind cannot declare what works only for arrays (a warm path that would
+    plan on every call): the fields are the array kind's alone."""
+    from interop_core.declare.specs import ARRAYS, ArrayTraits
+
+    with pytest.raises(TypeError, match="warm"):
+        Kind("checkpoint", warm=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="traits"):
+        Kind("checkpoint", traits=ArrayTraits)  # type: ignore[call-arg]
+    kind = Kind("checkpoint")
+    assert not kind.warm and kind.traits is None and kind.advance(None, None) is None  # type: ignore[arg-type]
+    assert ARRAYS.warm and ARRAYS.traits is ArrayTraits
+
+
+def test_a_kind_plans_once_for_repeated_calls(reg: Registry, monkeypatch: Any) -> None:
+    """Objects of a plugin's kind are converted once per call; the route is searched once
+    and found in the cache by option names after that (counted)."""
+    from interop_core.engine import planner
+
+    searches: list[int] = []
+    search = planner.Graph.search
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        searches.append(1)
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(planner.Graph, "search", counted)
+    for _ in range(5):
+        out = to(checkpoint(), "beta")
+        assert list(out) == ["weight", "bias"]
+    assert len(CALLS) == 5
+    assert len(searches) == 2, searches  # the checkpoint's route, the tensors' route

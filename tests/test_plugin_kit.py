@@ -153,7 +153,10 @@ def test_a_hook_with_no_close_name_is_reported_without_a_guess() -> None:
         pm.register(Stranger(), name="stranger")
     assert "did you mean" not in str(info.value)
     # The hooks there are, listed:
-    assert "interop_converters, interop_detect, interop_frameworks" in str(info.value)
+    assert (
+        "interop_checkpointer, interop_converters, interop_detect, interop_forms, "
+        "interop_frameworks" in str(info.value)
+    )
 
 
 # -- interop_core.plugin: the one import point -------------------------------------------

@@ -271,15 +271,16 @@ class ToyCheckpointer:
         return {"next": produced}
 
 
-@pytest.fixture
-def toy_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
-    import interop_plugins.kinds.batches as batches
+def toy_checkpointer(source: Any) -> Any:
+    """What the toy iterators find as their source's checkpointer (Batches' checkpointer_of:
+    through to(), the interop_checkpointer hook; see test_checkpointer_hook.py)."""
     from interop_plugins.kinds.checkpoints import checkpointer
 
-    def find(source: Any) -> Any:
-        return ToyCheckpointer(source) if isinstance(source, Resumable) else checkpointer(source)
+    return ToyCheckpointer(source) if isinstance(source, Resumable) else checkpointer(source)
 
-    monkeypatch.setattr(batches, "checkpointer", find)
+
+@pytest.fixture
+def toy_checkpoints() -> None:
     Resumable.positions = 0
 
 
@@ -297,7 +298,7 @@ class Pulls:
 def toy_iterator(n: int, convert: Callable[[Any], Any] = lambda b: b * 1, **options: Any) -> Any:
     from interop_plugins.kinds.iterators import Batches
 
-    return Batches(Resumable(n), convert, **options)
+    return Batches(Resumable(n), convert, checkpointer_of=toy_checkpointer, **options)
 
 
 @pytest.mark.parametrize("prefetch", [0, 3])

@@ -31,6 +31,10 @@ class CallContext:
     copy: bool | None = None
     #: The framework the request targets (an edge to ``ANY`` reaches it).
     target: str = ""
+    #: The registry's hook relay (pluggy's ``pm.hook``), for the hooks a converter asks at
+    #: run time: ``ctx.hook.interop_checkpointer(source=obj)``. None when the context was
+    #: built without a registry: the converter uses its plugin's own answers then.
+    hook: Any = field(default=None, repr=False, compare=False)
 
     def option(self, name: str, default: Any = None) -> Any:
         """The value the user gave for option ``name``, or ``default``."""

@@ -17,8 +17,7 @@ from .specs import ALIGNMENT, ArrayTraits, PlanKey
 #: Flags that mean "no plain strided buffer to share" unless an edge says otherwise. The
 #: core knows them by name only; what each means is declared by the framework setting it.
 OPAQUE_FLAGS = frozenset(
-    {"conj", "neg", "sparse", "quantized", "masked", "sharded", "multiprocess", "tracer",
-     "symbolic", "ragged"}
+    {"conj", "neg", "sparse", "quantized", "sharded", "multiprocess", "tracer", "symbolic"}
 )  # fmt: skip
 
 _UNALIGNED = Reason(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
 if TYPE_CHECKING:  # predicates builds on this module
     from .predicates import GlobalFlag
@@ -241,6 +241,10 @@ class Flag:
     #: Why an edge refuses it and what to do, e.g. "the tensor has its conjugate bit set
     #: (call .resolve_conj())".
     advice: str
+    #: No route may look inside an object carrying it (a masked array's values without its
+    #: mask would be wrong): the planner keeps every edge off it but those that name a form
+    #: setting it (``ConverterSpec.forms``).
+    opaque: bool = False
 
 
 @dataclass(frozen=True)
@@ -308,6 +312,51 @@ class Form:
     dense: tuple[tuple[str, Any], ...] = ()
     #: The dtypes of flagged examples (a few: every pair of frameworks is converted).
     dtypes: tuple[str, ...] = ("float32", "int32")
+
+
+@dataclass(frozen=True)
+class FormSpec:
+    """A form of one framework's arrays (a masked array, a sparse layout, ragged rows),
+    declared by a plugin of its own through ``interop_forms()``.
+
+    An object whose type is one of ``types`` is an array of ``framework``: the core
+    describes and keys it as the framework does (its functions work on the object itself,
+    as for numpy's masked arrays, a subclass of ndarray) and adds the form's flags, unless
+    the form gives functions of its own. A form no route may look inside declares its
+    flags opaque (``Flag.opaque``): they keep every edge that does not name the form
+    (``ConverterSpec.forms``) off its objects, and refusals give the flags' advice. The
+    form's converters are declared by ``interop_converters`` as any others.
+    """
+
+    #: What it is, for messages and ``ConverterSpec.forms``: "masked".
+    name: str
+    #: The framework whose arrays these are (a declared FrameworkSpec's name).
+    framework: str
+    #: Dotted paths of the types of its objects, resolved from imported modules only (as
+    #: ``FrameworkSpec.array_types``); checked before the framework's own types.
+    types: tuple[str, ...]
+    #: The flags its objects may carry, with their advice (why an edge refuses such an
+    #: object and what the user can do); an opaque one keeps every edge that does not name
+    #: the form off its objects. Without a ``describe`` of its own, every object of the
+    #: form carries them all.
+    flags: tuple[Flag, ...]
+    #: Its own description (which sets the flags of each object), key, aligned key, data
+    #: address and cast (``to(..., dtype=)``: see ``FrameworkSpec.astype``); None: the
+    #: framework's, applied to the object, with the form's flags added to the description.
+    describe: Callable[[Any], TensorInfo] | None = None
+    key: Callable[[Any], Hashable] | None = None
+    aligned_key: Callable[[Any], Hashable] | None = None
+    data_ptr: Callable[[Any], int] | None = None
+    astype: Callable[[Any, str], Any] | None = None
+    #: Examples for the conformance kit (:class:`Form`, with the form's flags): the kit
+    #: checks them with the framework's (``FrameworkSpec.forms``).
+    examples: tuple[Form, ...] = ()
+    plugin: str = field(default="", compare=False)
+
+    @property
+    def flag_names(self) -> frozenset[str]:
+        """The names of its flags."""
+        return frozenset(f.name for f in self.flags)
 
 
 class AlignedAllocator(Protocol):
@@ -490,10 +539,6 @@ class Kind:
     """
 
     name: str
-    #: The record of traits its nodes carry besides kind, framework, device and flags (a
-    #: NamedTuple class, e.g. ArrayTraits: dtype, layout, read-only, alignment); None: none.
-    #: Converter predicates read them; the plan cache keys by them.
-    traits: type | None = None
     #: How ``copy=`` applies: "edges" (the route honours it: False takes zero-copy edges
     #: only, True must copy), "items" (each item the object yields is converted with it:
     #: iterators), or "" (refused: a function is wrapped, not copied).
@@ -504,16 +549,11 @@ class Kind:
     on_device: bool = False
     #: The kind its objects become ("" the same): a pipeline becomes an iterator.
     becomes: str = ""
-    #: Requests take the warm path (plans per type, keyed by the framework's ``key``).
-    #: False: converted once and used many times; routes are cached by option names.
-    warm: bool = False
     #: Edges of this kind may name ``ANY`` (objects that belong to no framework).
     any_framework: bool = True
     #: How explain() and the drawing name one of its steps ("bridge" for functions); ""
     #: says whether the step copies instead.
     label: str = ""
-    #: The traits after an edge: ``advance(traits, edge)``; None: traits never change.
-    advance: Callable[[Any, ConverterSpec], Any] | None = None
     #: How ``python -m interop_core doctor`` tells users to convert one, e.g. "to(f,
     #: target, source=...); explain() has the caveats" ("" for nothing).
     usage: str = ""
@@ -521,6 +561,18 @@ class Kind:
     #: ``device``, ``kind``, ``owner`` ("jax " or "" for ANY) and ``at`` ("@cpu" or "").
     display: str = "{owner}{kind}{at}"
     plugin: str = field(default="", compare=False)
+
+    #: Only the core's array kind (:data:`ARRAYS`) has traits (ArrayTraits: dtype, layout,
+    #: read-only, alignment, which converter predicates read and the plan cache keys by)
+    #: and the warm path (plans per type, keyed by the framework's ``key``). The objects of
+    #: a plugin's kind have neither: they are converted once and used many times, and their
+    #: routes are cached by option names.
+    traits: ClassVar[type | None] = None
+    warm: ClassVar[bool] = False
+
+    def advance(self, traits: Any, edge: ConverterSpec) -> Any:
+        """The traits after ``edge`` (a kind without traits: None)."""
+        return None
 
     def node_name(self, framework: str, device: str) -> str:
         """The name of a node of this kind, e.g. "numpy@cpu", "jax function", "iterator"."""
@@ -550,11 +602,27 @@ def _array_advance(traits: ArrayTraits, edge: ConverterSpec) -> ArrayTraits:
     return ArrayTraits(traits.dtype, layout, readonly, aligned)
 
 
+@dataclass(frozen=True)
+class _ArrayKind(Kind):
+    """The array kind: traits and the warm path (see :class:`Kind`)."""
+
+    traits: ClassVar[type | None] = ArrayTraits
+    warm: ClassVar[bool] = True
+
+    def advance(self, traits: Any, edge: ConverterSpec) -> Any:
+        """An array's traits after ``edge`` (see :func:`_array_advance`)."""
+        return _array_advance(traits, edge)
+
+
 #: Arrays: the kind the core declares itself (each framework's arrays are its FrameworkSpec).
-ARRAYS = Kind(
-    ARRAY, traits=ArrayTraits, copy="edges", on_device=True, warm=True, any_framework=False,
-    advance=_array_advance, display="{framework}@{device}", plugin="interop_core",
-)  # fmt: skip
+ARRAYS = _ArrayKind(
+    ARRAY,
+    copy="edges",
+    on_device=True,
+    any_framework=False,
+    display="{framework}@{device}",
+    plugin="interop_core",
+)
 
 
 @dataclass(frozen=True)
@@ -608,6 +676,10 @@ class ConverterSpec:
     aligned_result: bool | None = None
     #: Flags of the input the result keeps (all others are cleared).
     keeps_flags: frozenset[str] = frozenset()
+    #: The forms of arrays (``FormSpec.name``) whose objects it takes: the flags of an
+    #: opaque form keep every other edge off them. An edge within one framework keeps
+    #: their flags on its result.
+    forms: frozenset[str] = frozenset()
     #: Flags the result gets (a bridged function that calls back into Python on the host:
     #: "host_callback"), so later edges can refuse it.
     adds_flags: frozenset[str] = frozenset()

@@ -13,7 +13,7 @@ import sys
 import types
 import warnings
 import weakref
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from ..declare.errors import PluginWarning, UnhashableTypeError
@@ -191,8 +191,12 @@ class Detector:
     def __init__(
         self, specs: Iterable[FrameworkSpec], kinds: Iterable[KindSpec] = (),
         hook: Callable[[Any], str | None] | None = None,
+        forms: Mapping[str, tuple[FrameworkSpec, ...]] | None = None,
     ) -> None:  # fmt: skip
         specs = tuple(specs)
+        #: Framework name -> its spec for each of its forms (``array_types``: the form's).
+        self.forms = dict(forms or {})
+        self.form_specs = tuple(spec for specs in self.forms.values() for spec in specs)
         self.by_name = {s.name: s for s in specs}
         #: The plugins' ``interop_detect`` hook, asked first (None: no plugin implements it).
         self.hook = hook
@@ -220,7 +224,11 @@ class Detector:
             pass
         except Exception as exc:  # the metaclass's __hash__ raised
             raise unhashable_type(cls, exc) from exc
-        found = self._by_hook(obj) or self._by_type(cls) or self._by_protocol(obj)
+        found = self._by_hook(obj)
+        if found is not None:
+            found = self._in_form(found, cls)
+        else:
+            found = self._by_type(cls) or self._by_protocol(obj)
         # A negative answer is safe to cache too: an object exists only after its
         # framework was imported, so a later import cannot change who owns this type.
         self.types.put(self.cache, cls, cls, found)
@@ -255,7 +263,12 @@ class Detector:
         return None
 
     def _by_type(self, cls: type) -> FrameworkSpec | None:
-        for spec in self.specs:
+        # A form's types first: they are more specific than its framework's (a masked
+        # array is an ndarray), and may be no subclass of them (a ragged tensor).
+        return self._first_of(self.form_specs, cls) or self._first_of(self.specs, cls)
+
+    def _first_of(self, specs: Iterable[FrameworkSpec], cls: type) -> FrameworkSpec | None:
+        for spec in specs:
             if spec.import_name not in sys.modules:
                 continue
             types = []
@@ -271,6 +284,11 @@ class Detector:
             if types and issubclass(cls, tuple(types)):
                 return spec
         return None
+
+    def _in_form(self, spec: FrameworkSpec, cls: type) -> FrameworkSpec:
+        """For a framework a plugin's ``interop_detect`` named: the spec of its form whose
+        types ``cls`` belongs to, else ``spec``."""
+        return self._first_of(self.forms.get(spec.name, ()), cls) or spec
 
     def _by_hook(self, obj: object) -> FrameworkSpec | None:
         """The framework a plugin's ``interop_detect`` names for ``obj`` (a hook that raises,

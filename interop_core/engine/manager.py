@@ -1,7 +1,9 @@
-"""The plugin manager: built-ins from an explicit list, third parties from entry points.
+"""The plugin manager: built-ins found in their package, third parties from entry points.
 
-Modelled on tox 4 and pytest: built-in plugins are registered from a fixed list, each
-entry point of the ``interop_core`` group is loaded on its own so that a broken one is
+Modelled on tox 4 and pytest: the built-in plugins are the modules of the
+``interop_plugins`` package that implement an ``interop_*`` hook (found by
+:func:`builtin_plugins`, so a new built-in file is registered without being listed here);
+each entry point of the ``interop_core`` group is loaded on its own so that a broken one is
 dropped with a warning naming it and its distribution, and
 ``INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD=1`` turns entry-point loading off.
 """
@@ -10,7 +12,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import warnings
+from functools import cache
 from typing import Any, NamedTuple
 
 import pluggy
@@ -21,34 +25,62 @@ from ..declare.errors import PluginError, PluginWarning
 ENTRY_POINT_GROUP = "interop_core"
 DISABLE_AUTOLOAD_ENV = "INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD"
 
-#: Built-in plugins, registered in this order.
-BUILTIN_PLUGINS = (
-    "interop_plugins.frameworks.numpy",
-    "interop_plugins.frameworks.torch",
-    "interop_plugins.frameworks.jax",
-    "interop_plugins.frameworks.tensorflow",
-    "interop_plugins.frameworks.cupy",
-    "interop_plugins.exchange.dlpack",
-    "interop_plugins.exchange.protocols",
-    "interop_plugins.kinds.callables",
-    "interop_plugins.kinds.iterators",
-    "interop_plugins.bridges.jax_tf",
-    "interop_plugins.bridges.jax_torch",
-    "interop_plugins.bridges.torch_tf",
-    "interop_plugins.bridges.torchax_bridge",
-    "interop_plugins.bridges.tf2jax_bridge",
-    "interop_plugins.kinds.dali",
-    "interop_plugins.kinds.dali_dynamic",
-    "interop_plugins.exchange.sharding",
-    "interop_plugins.exchange.global_batches",
-    "interop_plugins.exchange.ragged",
-    "interop_plugins.frameworks.arrow",
-    "interop_plugins.frameworks.polars",
-    "interop_plugins.frameworks.pandas",
-    "interop_plugins.frameworks.safetensors",
-    "interop_plugins.frameworks.scipy",
-    "interop_plugins.exchange.sparse",
-)
+#: The package of the built-in plugins (``plugins/`` in the source tree, see pyproject.toml).
+BUILTIN_PACKAGE = "interop_plugins"
+
+
+@cache
+def builtin_plugins(package: str = BUILTIN_PACKAGE) -> tuple[str, ...]:
+    """The modules of ``package`` (and its subpackages) that implement an ``interop_*``
+    hook, by dotted name: the built-in plugins, in the order they are registered.
+
+    Found by ``pkgutil`` over the package's directories, sorted, so the order is the same
+    wherever the package is installed. A module whose source never says ``hookimpl`` is a
+    helper (a converter's code loaded on first use, shared tables) and is not imported
+    here; the others are imported and kept when a function of theirs carries the
+    ``hookimpl`` mark. Modules whose name starts with ``_`` (a compiled extension) are
+    private to their package. The answer is cached: the package's files do not change
+    while the process runs.
+    """
+    root = importlib.import_module(package)
+    modules = sorted(
+        (info for info in pkgutil.walk_packages(root.__path__, f"{package}.", _reraise)
+         if not any(part.startswith("_") for part in info.name.split(".")[1:])),
+        key=lambda info: info.name,
+    )  # fmt: skip
+    mark = f"{hookspecs.PROJECT}_impl"  # the attribute pluggy's HookimplMarker sets
+    found = []
+    for info in modules:
+        if not _may_implement_hooks(info):
+            continue
+        module = importlib.import_module(info.name)
+        if any(
+            name.startswith("interop_") and hasattr(getattr(module, name), mark)
+            for name in dir(module)
+        ):
+            found.append(info.name)
+    return tuple(found)
+
+
+def _reraise(name: str) -> None:
+    """pkgutil's onerror: a subpackage of the built-ins that fails to import is an error
+    (pkgutil's default skips it, which would drop its plugins without a word)."""
+    raise  # pkgutil calls this inside its ``except ImportError:``
+
+
+def _may_implement_hooks(info: pkgutil.ModuleInfo) -> bool:
+    """False when the module's source never says ``hookimpl`` (importing it cannot find a
+    hook); True when it does, or when there is no source to read (then it is imported)."""
+    folder = getattr(info.module_finder, "path", None)  # a FileFinder's directory
+    if folder is None:
+        return True
+    stem = info.name.rpartition(".")[2]
+    parts = (stem, "__init__.py") if info.ispkg else (f"{stem}.py",)
+    try:
+        with open(os.path.join(folder, *parts), "rb") as f:
+            return b"hookimpl" in f.read()
+    except OSError:  # no source (bytecode or an extension only): import it to see
+        return True
 
 
 class DroppedPlugin(NamedTuple):
@@ -140,9 +172,11 @@ class InteropPluginManager(pluggy.PluginManager):
         self.generation += 1
         return result
 
-    def load_builtins(self, modules: tuple[str, ...] = BUILTIN_PLUGINS) -> None:
-        """Register the built-in plugin modules from the explicit list."""
-        for modname in modules:
+    def load_builtins(self, modules: tuple[str, ...] | None = None) -> None:
+        """Register the built-in plugins (:func:`builtin_plugins`), or ``modules`` by name.
+
+        A built-in whose hooks are misspelt is dropped with a warning; the others load."""
+        for modname in builtin_plugins() if modules is None else modules:
             try:
                 self.register(importlib.import_module(modname), name=modname)
             except PluginError as exc:  # a misspelt hook: the other plugins keep working

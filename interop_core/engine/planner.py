@@ -42,11 +42,13 @@ from ..declare.specs import (
     ArrayTraits,
     ConverterSpec,
     Device,
+    FormSpec,
     FrameworkSpec,
     Kind,
     PlanKey,
     device_kind,
 )
+from .forms import taken_flags
 
 Predicate = Callable[[PlanKey], str | None]
 
@@ -241,7 +243,7 @@ def advance(
     traits = key.traits
     if edge.result_kind and edge.result_kind != key.kind:
         traits = None  # a new kind of object: none of the old one's traits hold
-    elif kind.advance is not None:
+    else:
         traits = kind.advance(traits, edge)
     return PlanKey(
         edge.result_kind or key.kind, goal.framework if edge.target == ANY else edge.target,
@@ -362,10 +364,21 @@ class Graph:
         edges: Iterable[ConverterSpec],
         frameworks: Mapping[str, FrameworkSpec] | Iterable[FrameworkSpec] = (),
         kinds: Mapping[str, Kind] | Iterable[Kind] = (ARRAYS,),
+        forms: Iterable[FormSpec] = (),
     ) -> None:
         self.edges = tuple(edges)
         specs = tuple(frameworks.values() if isinstance(frameworks, Mapping) else frameworks)
         by_name = {s.name: s for s in specs}
+        forms = tuple(forms)
+        declared = [(s.name, f) for s in specs for f in s.flags]
+        declared += [(form.framework, f) for form in forms for f in form.flags]
+        #: The opaque flags (``Flag.opaque``): only an edge naming a form that sets one
+        #: takes an object carrying it.
+        self.opaque = frozenset(f.name for _, f in declared if f.opaque)
+        #: id(edge) -> the flags of the forms it names (absent: none).
+        self.taken: dict[int, frozenset[str]] = {
+            id(e): taken_flags(e, forms) for e in self.edges if e.forms
+        }
         #: The declared kinds by name: what the search knows of each node's kind.
         self.kinds: dict[str, Kind] = {
             k.name: k for k in (kinds.values() if isinstance(kinds, Mapping) else kinds)
@@ -390,17 +403,23 @@ class Graph:
         #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
         #: the first declared, for objects of a framework that declares none for it.
         self.advice: dict[tuple[str, str], str] = {}
-        for spec in specs:
-            for f in spec.flags:
-                self.advice[spec.name, f.name] = f.advice
-                self.advice.setdefault(("", f.name), f.advice)
+        for name, f in declared:
+            self.advice[name, f.name] = f.advice
+            self.advice.setdefault(("", f.name), f.advice)
 
     def verdict(self, edge: ConverterSpec, key: PlanKey) -> str | None:
         """Why ``edge`` refuses ``key``, or None when it takes it: its own ``accepts``, its
         target's switches and import rules. When both refuse, the reason told is the one a
         single ``Needs`` checks first (a rule's on a tie); a variant mismatch of the edge
         comes first (another edge of the pair takes such keys), and a dtype it refuses
-        leaves the switches unread."""
+        leaves the switches unread. An edge that does not name an opaque form is kept
+        off the form's flags first."""
+        refused = key.flags & self.opaque
+        if refused:
+            refused -= self.taken.get(id(edge), frozenset())
+            if refused:
+                flag = min(refused)
+                return Reason(f"the array has flag {flag!r}", FLAG, flag)
         own = edge.accepts(key)
         rules = self.rules.get(id(edge))
         if rules is None or (own is not None and _rank(own) < _ORDER[GLOBAL_FLAG]):

@@ -26,12 +26,14 @@ from ..declare.specs import (
     ANY,
     ARRAYS,
     ConverterSpec,
+    FormSpec,
     FrameworkSpec,
     Kind,
     KindSpec,
     KnownFramework,
 )
 from .detect import unresolved_types
+from .forms import forms_by_framework, keeping_forms
 from .manager import InteropPluginManager
 from .planner import Graph
 from .state import Declared, Hooks, State
@@ -96,6 +98,7 @@ class Registry:
             expected: tuple[type, ...] = {
                 "interop_frameworks": (FrameworkSpec, KnownFramework),
                 "interop_kinds": (Kind, KindSpec),
+                "interop_forms": (FormSpec,),
             }.get(hook, (ConverterSpec,))
             bad = [s for s in specs if not isinstance(s, expected)]
             if bad:
@@ -143,6 +146,9 @@ class Registry:
                     break
             if generation != self.pm.generation:
                 continue  # a plugin was dropped: gather again without it
+            forms = self._validate_forms(self._collect("interop_forms", strict), frameworks, strict)
+            if generation != self.pm.generation:
+                continue
             declared = self._collect("interop_kinds", strict)
             kinds = self._declared_kinds(
                 ((p, s) for p, s in declared if isinstance(s, Kind)), strict
@@ -153,7 +159,7 @@ class Registry:
                 ((p, s) for p, s in declared if isinstance(s, KindSpec)), frameworks, kinds
             )  # fmt: skip
             edges = self._validate_edges(
-                self._collect("interop_converters", strict), frameworks, kinds
+                self._collect("interop_converters", strict), frameworks, kinds, forms
             )  # fmt: skip
             if generation == self.pm.generation:
                 installed = {  # protocols (no module) need nothing installed
@@ -166,13 +172,18 @@ class Registry:
                     e for e in edges
                     if all(f == ANY or installed[f] for f in (e.source, e.target))
                 ]  # fmt: skip
-                specs = Declared(frameworks, names, finds, tuple(edges), known)
+                specs = Declared(
+                    frameworks, names, finds, tuple(edges), known,
+                    forms_by_framework(forms.values(), frameworks),
+                )  # fmt: skip
                 # The graph reads the kinds, the frameworks' import rules, switches and flag
-                # advice once, here: every plan of this build uses them.
-                graph = Graph(usable, frameworks, kinds)
+                # advice, and the forms' opaque flags once, here: every plan of this build
+                # uses them.
+                graph = Graph(usable, frameworks, kinds, forms.values())
                 hooks = Hooks(
                     self._hook("interop_detect", "obj"),
                     self._hook("interop_parse_device", "device"),
+                    self.pm.hook,  # the relay converters ask hooks through (CallContext.hook)
                 )
                 return State(generation, specs, graph, installed, hooks)
 
@@ -197,7 +208,7 @@ class Registry:
         kind may each declare it (the function kind: every framework with functions), as
         long as they declare it alike; a different declaration of a name taken is a
         conflict that drops its plugin."""
-        kinds = {ARRAYS.name: ARRAYS}
+        kinds: dict[str, Kind] = {ARRAYS.name: ARRAYS}
         for plugin, kind in declared:
             if kind.name in kinds:
                 if kinds[kind.name] != kind:
@@ -230,9 +241,40 @@ class Registry:
             valid.append(spec)
         return tuple(valid)
 
+    def _validate_forms(
+        self, declared: Iterable[tuple[str, FormSpec]], frameworks: dict[str, FrameworkSpec],
+        strict: str | None,
+    ) -> dict[tuple[str, str], FormSpec]:  # fmt: skip
+        """The forms by (framework, name): those of declared frameworks, with types; a form
+        two plugins declare for one framework is a conflict."""
+        forms: dict[tuple[str, str], FormSpec] = {}
+        for plugin, form in declared:
+            if form.framework not in frameworks:
+                warnings.warn(
+                    f"Form {form.name!r} of plugin {plugin!r} ignored: no plugin declares "
+                    f"framework {form.framework!r}.",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+                continue
+            if not form.types or not form.flags:
+                what = "types" if not form.types else "flags"
+                self._fail(plugin, f"form {form.name!r} declares no {what}", strict)
+                continue
+            other = forms.get((form.framework, form.name))
+            if other is not None:
+                what = f"form {form.name!r} of framework {form.framework!r}"
+                self._conflict(plugin, other.plugin, what, strict)
+                continue
+            forms[form.framework, form.name] = form
+            if form.examples:  # the kit checks them with the framework's own
+                spec = frameworks[form.framework]
+                frameworks[form.framework] = replace(spec, forms=spec.forms + form.examples)
+        return forms
+
     def _validate_edges(
         self, edges: Iterable[tuple[str, ConverterSpec]], frameworks: dict[str, FrameworkSpec],
-        kinds: dict[str, Kind],
+        kinds: dict[str, Kind], forms: dict[tuple[str, str], FormSpec],
     ) -> list[ConverterSpec]:  # fmt: skip
         valid: list[ConverterSpec] = []
         seen: dict[tuple[str, str, str], str] = {}
@@ -246,6 +288,8 @@ class Registry:
             missing += [
                 f"kind {k!r}" for k in (edge.kind, edge.result_kind) if k and k not in kinds
             ]
+            named = {name for _, name in forms}
+            missing += [f"form {name!r}" for name in sorted(edge.forms - named)]
             if missing:
                 warnings.warn(
                     f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
@@ -272,7 +316,7 @@ class Registry:
                     stacklevel=4,
                 )
             seen[ident] = plugin
-            valid.append(edge)
+            valid.append(keeping_forms(edge, forms.values()))
         return valid
 
     # -- names ---------------------------------------------------------------------

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..declare.context import CallContext
 from ..declare.errors import (
+    VARIANT,
     ConversionError,
     CopyRequiredError,
     DeviceError,
@@ -28,6 +29,7 @@ from ..declare.errors import (
     OptionError,
     PluginWarning,
     RefusedEdge,
+    category,
     framework_failures,
 )
 from ..declare.specs import (
@@ -315,10 +317,13 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
     # route is cheapest, unless the edge marks its result and is opted in: then the option
     # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
+    # Nor is an opt-in of edges from the start's framework that handle other objects of it
+    # (a masked array's nulls=, asked of a plain array): they could never take this one.
     opted = req.opted_in
     opt_ins = {
         e.opt_in for e in st.declared
         if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
+        and not _other_variant(e, req.start)
     } | {e.opt_out for e in st.declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
     unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
     if not unknown:
@@ -378,6 +383,15 @@ def _check_options(st: State, req: Request, found: Search) -> None:
     raise OptionError("\n".join(lines), unknown)
 
 
+def _other_variant(edge: ConverterSpec, start: PlanKey) -> bool:
+    """Is ``edge`` one from ``start``'s framework that handles other objects of it (its
+    predicate refuses ``start`` as another variant: a flag it needs is missing)?"""
+    if edge.source != start.framework:
+        return False
+    reason = edge.accepts(start)
+    return reason is not None and category(reason) == VARIANT
+
+
 def plan(st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:
     """The cheapest route for ``req``, bound to its functions; raises when there is none."""
     return bind(st, req, *find_route(st, req, excluded))
@@ -407,6 +421,7 @@ def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKe
         to=st.to,
         copy=req.copy,
         target=req.target.name,
+        hook=st.hook,
     )
 
     def step(obj: Any) -> Any:

@@ -64,6 +64,10 @@ class Hooks(NamedTuple):
     detect: Callable[[Any], str | None] | None = None
     #: ``interop_parse_device(device)``: a framework's own device object as a Device.
     parse_device: Callable[[Any], Device | None] | None = None
+    #: The plugin manager's hook relay (``pm.hook``): converters ask the hooks they need at
+    #: run time (``interop_checkpointer``, ``interop_worker_policy``) through
+    #: ``CallContext.hook``. None: they use their own plugin's answers.
+    relay: Any = None
 
 
 class Declared(NamedTuple):
@@ -75,6 +79,8 @@ class Declared(NamedTuple):
     kinds: tuple[KindSpec, ...]
     edges: tuple[ConverterSpec, ...]
     known: dict[str, KnownFramework]
+    #: Framework name -> its spec composed with each of its forms (see engine/forms.py).
+    forms: dict[str, tuple[FrameworkSpec, ...]]
 
 
 class State:
@@ -83,8 +89,8 @@ class State:
 
     __slots__ = (
         "array_options", "cache", "declared", "detect", "fast", "frameworks", "generation",
-        "graph", "installed", "kinds", "known", "names", "owned_claims", "parse_hook", "plain",
-        "visible",
+        "graph", "hook", "installed", "kinds", "known", "names", "owned_claims", "parse_hook",
+        "plain", "visible",
     )  # fmt: skip
 
     def __init__(
@@ -112,7 +118,7 @@ class State:
         )
         self.graph = graph
         hooks = hooks or Hooks()
-        self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect)
+        self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect, specs.forms)
         #: Structural checks of kinds a framework owns: the ones that may take a whole list
         #: or tuple as one object (a list of pipelines, one per GPU).
         self.owned_claims = tuple(
@@ -122,6 +128,8 @@ class State:
         self.installed = installed
         #: The plugins' ``interop_parse_device`` hook (None: no plugin implements it).
         self.parse_hook = hooks.parse_device
+        #: The hook relay handed to converters (``CallContext.hook``).
+        self.hook = hooks.relay
         self.cache = PlanCache()
         #: Framework name -> the devices it sees (None: it does not say), asked on first need.
         self.visible: dict[str, tuple[str, ...] | None] = {}

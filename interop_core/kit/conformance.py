@@ -178,7 +178,8 @@ class _Kit:
         self.reg = reg
         self.name = name
         self.done: list[str] = []
-        #: key(x) -> (PlanKey without alignment, where it was seen); aligned_key likewise.
+        #: (type, key(x)) -> (PlanKey without alignment, where it was seen); aligned_key
+        #: likewise.
         self.keys: dict[Hashable, tuple[PlanKey, str]] = {}
         self.aligned_keys: dict[Hashable, tuple[PlanKey, str]] = {}
         self.unread: set[str] = set()
@@ -368,6 +369,11 @@ class _Kit:
     def owner(self, y: Any) -> FrameworkSpec | None:
         return self.reg.state.detect(y)
 
+    def spec_of(self, case: Case) -> FrameworkSpec:
+        """The spec detection hands out for ``case.x`` (composed with its form, where it has
+        one: its describe and data_ptr read the form), else the case's framework's."""
+        return self.owner(case.x) or case.spec
+
     # -- the spec -----------------------------------------------------------------------
 
     def check_spec(self) -> None:
@@ -533,8 +539,10 @@ class _Kit:
 
     def record_key(self, x: Any, label: str, pk: PlanKey) -> None:
         """Remember key() and aligned_key() of ``x`` (an object of the framework under test,
-        described as ``pk``, named ``label``); two objects with one key must plan alike."""
-        spec = self.spec
+        described as ``pk``, named ``label``); two objects of one type with one key must
+        plan alike (the warm path looks a key up among its type's only). The key functions
+        are those detection hands out for ``x`` (its form's, where it has one)."""
+        spec = self.owner(x) or self.spec
         for fn_name, fn, table, plan_key in (
             ("key", spec.key, self.keys, pk._replace(traits=pk.traits._replace(aligned=False))),
             ("aligned_key", spec.aligned_key, self.aligned_keys, pk),
@@ -546,7 +554,7 @@ class _Kit:
                 hash(k)
             except TypeError as exc:
                 self.fail(f"{fn_name}({label}) is {k!r}, which is not hashable", exc)
-            seen = table.setdefault(k, (plan_key, label))
+            seen = table.setdefault((type(x), k), (plan_key, label))
             if seen[0] != plan_key:
                 fields = [
                     f"{f} {a!r} vs {b!r}"
@@ -727,7 +735,7 @@ class _Kit:
         result must not contradict that prediction, or later steps and cached plans rely on
         something false.
         """
-        expected = source.spec.describe(source.x).plan_key(copy)
+        expected = self.spec_of(source).describe(source.x).plan_key(copy)
         graph = self.reg.state.graph
         goal = Goal(result.spec.name, route.target.rpartition("@")[2])
         for step in route.steps:
@@ -735,7 +743,7 @@ class _Kit:
             if edge is None:
                 return  # a step this registry cannot name (should not happen): no prediction
             expected = advance(expected, edge, graph.kind(expected.kind), goal)
-        got = result.spec.describe(result.x).plan_key(copy)
+        got = self.spec_of(result).describe(result.x).plan_key(copy)
         what = result.label
         last = f"{route.steps[-1].converter!r} [{route.steps[-1].plugin}]" if route.steps else ""
         for field in ("framework", "device", "dtype", "layout"):
@@ -781,7 +789,7 @@ class _Kit:
                 f"{what} returned a {type(y).__qualname__} "
                 f"({owner.name if owner else 'no framework'}), not a {spec.name} array"
             )
-        info = self.call(f"describe() of {what}", lambda: spec.describe(y))
+        info = self.call(f"describe() of {what}", lambda: owner.describe(y))
         if info.dtype != dtype:
             self.fail(f"{what} has dtype {info.dtype}, not {dtype}")
         if tuple(info.shape) != _shape_of(result.data):
@@ -794,7 +802,7 @@ class _Kit:
 
         Read by each framework's own data_ptr, and by independent_data_ptr where it can.
         """
-        a, a_spec, b, b_spec = source.x, source.spec, result.x, result.spec
+        a, a_spec, b, b_spec = source.x, self.spec_of(source), result.x, self.spec_of(result)
         what = result.label
         pa = self.call(f"{a_spec.name}'s data_ptr", lambda: a_spec.data_ptr(a))
         pb = self.call(f"{b_spec.name}'s data_ptr", lambda: b_spec.data_ptr(b))

@@ -177,9 +177,10 @@ class FormChecks:
             self.fail(f"Form {form.name!r} has flags but no read() or buffers()")
         first, second = self.build(form, 0, dtype), self.build(form, 1, dtype)
         pks = [self.check_object(case, built=True) for case in (first, second)]
-        k1 = self.kit.call(f"key({first.label})", lambda: spec.key(first.x))
-        k2 = self.kit.call(f"key({second.label})", lambda: spec.key(second.x))
-        if k1 != spec.key(first.x):
+        key = self.owned(first.x, spec, first.label).key  # its form's, where it has one
+        k1 = self.kit.call(f"key({first.label})", lambda: key(first.x))
+        k2 = self.kit.call(f"key({second.label})", lambda: key(second.x))
+        if k1 != key(first.x):
             self.fail(f"key() of one {tag} example changed between two calls")
         same = [pk._replace(traits=pk.traits._replace(aligned=False)) for pk in pks]
         if same[0] == same[1] and k1 != k2:
@@ -199,8 +200,9 @@ class FormChecks:
         shape and values; returns its PlanKey (recorded in the key table when the framework
         under test owns it)."""
         x, spec, form, label = case.x, case.spec, case.form, case.label
-        self.owned(x, spec, label)
-        info = self.kit.call(f"describe({label})", lambda: spec.describe(x))
+        # Described as detection hands it out: by its form's functions where it has one.
+        owner = self.owned(x, spec, label)
+        info = self.kit.call(f"describe({label})", lambda: owner.describe(x))
         if info.framework != spec.name:
             self.fail(f"describe({label}).framework is {info.framework!r}, not {spec.name!r}")
         if info.dtype != case.dtype:
@@ -214,7 +216,7 @@ class FormChecks:
         expected = _parts(form, case.data)
         if tuple(info.shape) != _shape(expected[0]):
             self.fail(f"describe({label}).shape is {info.shape}, not {_shape(expected[0])}")
-        ptr = self.kit.call(f"data_ptr({label})", lambda: spec.data_ptr(x))
+        ptr = self.kit.call(f"data_ptr({label})", lambda: owner.data_ptr(x))
         if not isinstance(ptr, int):
             self.fail(f"data_ptr({label}) is {ptr!r}, not an int")
         self.check_read(case, expected)
@@ -223,12 +225,14 @@ class FormChecks:
             self.kit.record_key(x, label, pk)
         return pk
 
-    def owned(self, x: Any, spec: FrameworkSpec, label: str) -> None:
-        """``x`` (built or returned as ``label``) must be detected as ``spec``'s."""
+    def owned(self, x: Any, spec: FrameworkSpec, label: str) -> FrameworkSpec:
+        """``x`` (built or returned as ``label``) must be detected as ``spec``'s; returns the
+        spec detection hands out for it (composed with its form, where it has one)."""
         owner = self.kit.owner(x)
         if owner is None or owner.name != spec.name:
             found = repr(owner.name) if owner else "no framework"
             self.fail(f"{label} is a {type(x).__qualname__} of {found}, not of {spec.name!r}")
+        return owner
 
     def check_read(self, case: Flagged, expected: list[Any]) -> None:
         form, label = case.form, case.label
@@ -254,8 +258,8 @@ class FormChecks:
     def result(self, case: Flagged, other: FrameworkSpec, y: Any, label: str) -> Flagged:
         """``y``, the result of converting ``case`` into ``other``, checked as a flagged
         object of one of ``other``'s forms."""
-        self.owned(y, other, label)
-        info = self.kit.call(f"describe() of {label}", lambda: other.describe(y))
+        owner = self.owned(y, other, label)
+        info = self.kit.call(f"describe() of {label}", lambda: owner.describe(y))
         form = form_of(other, info.flags)
         if form is None:
             self.fail(
@@ -329,8 +333,8 @@ class FormChecks:
         (the kit's reader): shared for "zero-copy" and "copy=False", a new buffer for "copy",
         none shared for "copy=True"."""
         label = result.label
-        pa = source.spec.data_ptr(source.x)
-        pb = result.spec.data_ptr(result.x)
+        pa = self.owned(source.x, source.spec, source.label).data_ptr(source.x)
+        pb = self.owned(result.x, result.spec, result.label).data_ptr(result.x)
         src = [s for s in map(_span, self.buffers(source)) if s is not None]
         res = [s for s in map(_span, self.buffers(result)) if s is not None]
 

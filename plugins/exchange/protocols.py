@@ -49,6 +49,7 @@ from interop_core.plugin import (
     ConverterSpec,
     Device,
     DLPackInfo,
+    Flag,
     FrameworkSpec,
     InterfaceInfo,
     InvalidArrayError,
@@ -793,6 +794,15 @@ _SOURCE: dict[str, Any] = {"dtypes": frozenset(DTYPES), "target": False, "exampl
 _THROUGH_NUMPY: dict[str, Any] = {**_SOURCE, "dtypes": frozenset(DTYPES) - _ML}
 
 
+#: An interface dict with a "mask" entry: its values without the mask would be wrong.
+_MASKED = Flag(
+    "masked",
+    "the interface has a mask, which no converter reads: the masked entries would come back "
+    "as values (convert the data and the mask separately)",
+    opaque=True,
+)
+
+
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """The protocols, in the order detection asks them."""
@@ -805,13 +815,14 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="cuda_array_interface", array_types=(), describe=describe_cai, key=cai_key,
             snapshot=snapshot_cai, data_ptr=cai_ptr, claims=_speaks_cai,
-            protocol="__cuda_array_interface__", **_SOURCE,
+            protocol="__cuda_array_interface__", flags=(_MASKED,), **_SOURCE,
         ),
         FrameworkSpec(
             name="array_interface", array_types=(), describe=describe_array_interface,
             key=array_interface_key, snapshot=snapshot_array_interface,
             data_ptr=array_interface_ptr, claims=_speaks_array_interface,
-            protocol="__array_interface__", astype=_astype_interface, **_THROUGH_NUMPY,
+            protocol="__array_interface__", astype=_astype_interface, flags=(_MASKED,),
+            **_THROUGH_NUMPY,
         ),
         FrameworkSpec(
             name="buffer", array_types=(), describe=describe_buffer, key=buffer_key,

@@ -47,6 +47,7 @@ from interop_core.plugin import (
     OPAQUE_FLAGS,
     ConverterSpec,
     Flag,
+    FormSpec,
     GlobalFlag,
     Needs,
     OptionError,
@@ -145,7 +146,7 @@ RAGGED_ADVICE = (
 
 #: The flags ragged arrays may carry, for the frameworks' specs (their refusals' advice).
 FLAGS = (
-    Flag(RAGGED, RAGGED_ADVICE),
+    Flag(RAGGED, RAGGED_ADVICE, opaque=True),
     Flag(SPLITS_BASE, "the offsets do not start at 0 (a sliced list array), so they are "
          "shifted into a new buffer (one copy; copy=False refuses it)"),
     Flag(SPLITS_UNALIGNED, "the offsets are not 64-byte aligned, so tensorflow and jax get "
@@ -234,7 +235,7 @@ def _edge(name: str, source: str, target: str, fn: str, zero_copy: bool, accepts
     return ConverterSpec(
         name=name, source=source, target=target, load=_loader(fn, source, target),
         zero_copy=zero_copy, accepts=accepts, note=note, options=OPTIONS, context=True,
-        validate=check_options, **more,
+        validate=check_options, forms=frozenset({RAGGED}), **more,
     )  # fmt: skip
 
 
@@ -327,6 +328,67 @@ def _combine() -> ConverterSpec:
         Needs(flags=frozenset({RAGGED, CHUNKED}), no_flags=_OTHER - {CHUNKED, NULL_ROWS}),
         _COMBINE_NOTE, keeps_flags=_KEEPS | {PACKED, NULL_ROWS}, cost=4.0,
     )  # fmt: skip
+
+
+def _convert(name: str) -> Callable[..., Any]:
+    """``ragged_convert.<name>``, imported at its first call (that module imports the
+    frameworks; this one must not)."""
+    found: list[Callable[..., Any]] = []
+
+    def call(*args: Any) -> Any:
+        if not found:
+            from . import ragged_convert
+
+            found.append(getattr(ragged_convert, name))
+        return found[0](*args)
+
+    return call
+
+
+def _torch_data_ptr(t: Any) -> int:
+    """A jagged tensor's first row's first value (its own data_ptr() is 0)."""
+    values, offsets = t.values(), t.offsets()
+    base = int(offsets[0]) if len(offsets) else 0
+    return int(values.data_ptr()) + base * values[:1].numel() * values.element_size()
+
+
+def _tf_data_ptr(rt: Any) -> int:
+    from ..frameworks.tensorflow import data_ptr
+
+    return data_ptr(rt.values)
+
+
+def _jax_data_ptr(pair: RaggedArray) -> int:
+    return int(pair.values.unsafe_buffer_pointer())
+
+
+@hookimpl
+def interop_forms() -> list[FormSpec]:
+    """The ragged arrays of torch (jagged nested tensors), TensorFlow (tf.RaggedTensor) and
+    JAX (:class:`RaggedArray`), each described and keyed with its row splits checked."""
+    from .examples import ragged_form
+
+    def form(framework: str, types: tuple[str, ...], **functions: Any) -> FormSpec:
+        return FormSpec(
+            name=RAGGED, framework=framework, types=types, flags=FLAGS,
+            examples=ragged_form(framework), **functions,
+        )  # fmt: skip
+
+    return [
+        form(
+            "torch", ("torch.nested._internal.nested_tensor.NestedTensor",),
+            describe=_convert("torch_describe"), key=_convert("torch_key"),
+            aligned_key=_convert("torch_aligned_key"), data_ptr=_torch_data_ptr,
+        ),
+        form(
+            "tensorflow", ("tensorflow.RaggedTensor",), describe=_convert("tf_describe"),
+            key=_convert("tf_key"), data_ptr=_tf_data_ptr,
+        ),
+        form(
+            "jax", (RAGGED_TYPE,), describe=_convert("jax_describe"), key=_convert("jax_key"),
+            data_ptr=_jax_data_ptr,
+        ),
+    ]  # fmt: skip
 
 
 @hookimpl

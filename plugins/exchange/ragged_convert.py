@@ -170,17 +170,8 @@ def _torch_parts(t: Any) -> tuple[Any, Any, Any]:
 
 
 def torch_check(t: Any) -> None:
-    """Refuse a nested tensor no ragged edge holds: the strided layout, or a ragged
-    dimension other than 1."""
-    import torch
-
-    if t.layout != torch.jagged:
-        raise ConversionError(
-            "Cannot convert a torch nested tensor of the strided layout: only jagged ones "
-            "(layout=torch.jagged) convert as ragged arrays.\nMake one: torch.nested."
-            "nested_tensor(list(t.unbind()), layout=torch.jagged), or pad it: "
-            "torch.nested.to_padded_tensor(t, fill_value)."
-        )
+    """Refuse a jagged tensor no ragged edge holds: a ragged dimension other than 1 (torch's
+    plugin refuses nested tensors of the strided layout, which are no NestedTensor)."""
     if getattr(t, "_ragged_idx", 1) != 1:
         raise ConversionError(
             f"Cannot convert this torch jagged tensor: its ragged dimension is "
@@ -228,6 +219,11 @@ def torch_key(t: Any, aligned: bool = False) -> Any:
         first = values.data_ptr() + base * values[:1].numel() * values.element_size()
         k += (first % ALIGNMENT == 0,)
     return k
+
+
+def torch_aligned_key(t: Any) -> Any:
+    """:func:`torch_key` with the values' alignment."""
+    return torch_key(t, aligned=True)
 
 
 def tf_check(rt: Any) -> None:

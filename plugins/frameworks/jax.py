@@ -14,17 +14,13 @@ from interop_core.plugin import (
     Flag,
     FrameworkSpec,
     GlobalFlag,
-    Kind,
     KindSpec,
     Needs,
     TensorInfo,
     hookimpl,
 )
 
-from ..exchange.examples import ragged_form, sparse_forms
-from ..exchange.ragged import FLAGS as RAGGED_FLAGS
-from ..exchange.ragged import RAGGED_TYPE
-from ..kinds.callables import FUNCTIONS
+from ..exchange.examples import sparse_forms
 
 
 def x64_enabled() -> bool:
@@ -124,10 +120,6 @@ def _sparse_key(x: Any) -> Any:
 
 def describe(x: Any) -> TensorInfo:
     """Describe a jax.Array (always C-contiguous, never marked read-only)."""
-    if type(x).__name__ == "RaggedArray":  # a ragged array (exchange/ragged.py)
-        from ..exchange.ragged_convert import jax_describe
-
-        return jax_describe(x)
     if is_sparse(x):
         return TensorInfo(
             framework="jax", dtype=str(x.dtype), device=as_device(next(iter(x.data.devices()))),
@@ -246,10 +238,6 @@ def key(x: Any) -> Any:
     try:
         sharding = x.sharding
     except Exception:  # a tracer has no concrete sharding; a BCOO/BCSR has none
-        if type(x).__name__ == "RaggedArray":  # nor a (values, row_splits) pair
-            from ..exchange.ragged_convert import jax_key
-
-            return jax_key(x)
         return _sparse_key(x) if is_sparse(x) else (x.dtype, None)
     if type(sharding).__name__ == "SingleDeviceSharding":
         # Its device and memory kind, not the sharding: a sharding hashes (and compares,
@@ -264,12 +252,9 @@ def key(x: Any) -> Any:
 
 
 def data_ptr(x: Any) -> int:
-    """Address of the first element (single-device arrays; a BCOO/BCSR's or a RaggedArray's
-    first value)."""
+    """Address of the first element (single-device arrays; a BCOO/BCSR's first value)."""
     if is_sparse(x):
         x = x.data
-    elif type(x).__name__ == "RaggedArray":
-        x = x.values
     return int(x.unsafe_buffer_pointer())
 
 
@@ -369,11 +354,11 @@ def _load_share_on_host() -> Any:
     return share
 
 
-_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer", "ragged", "sparse"}))
+_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer", "sparse"}))
 
 #: A single-device array whose host buffer jax.device_put can share on another host device
 #: (a 64-bit one only while x64 is on: device_put would narrow it).
-_HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer", "ragged", "sparse"}), flag=X64)
+_HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer", "sparse"}), flag=X64)
 
 #: What jax.device_put shares rather than copies: what JAX imports (IMPORTS, which the
 #: planner checks). Read-only memory stays out, as on the DLPack edge (rule 8): the JAX
@@ -436,7 +421,6 @@ _FLAGS = (
         "the function calls back into Python on the host (a torch function bridged to JAX "
         "through jax.pure_callback), which cannot be exported or serialized",
     ),
-    *RAGGED_FLAGS,
 )
 
 
@@ -447,7 +431,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="jax",
             # Tracers are not jax.Array subclasses; they are owned (and refused) by JAX.
-            array_types=("jax.Array", "jax.core.Tracer", *SPARSE_TYPES, RAGGED_TYPE),
+            array_types=("jax.Array", "jax.core.Tracer", *SPARSE_TYPES),
             describe=describe,
             key=key,
             data_ptr=data_ptr,
@@ -464,7 +448,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             constructor="jax.numpy.asarray",
             astype=astype,
             flags=_FLAGS,
-            forms=(*sparse_forms("jax"), *ragged_form("jax")),
+            forms=sparse_forms("jax"),
             read_dtype=read_dtype,
             imports=IMPORTS,
             switches=(X64,),
@@ -482,9 +466,9 @@ def interop_converters() -> list[ConverterSpec]:
             target="jax",
             load=_load_copy,
             zero_copy=False,
-            # A sharded array is copied shard by shard and keeps its sharding; a ragged one
-            # by its own edge (exchange/ragged.py).
-            accepts=Needs(no_flags=frozenset({"tracer", "ragged", "sparse"})),
+            # A sharded array is copied shard by shard and keeps its sharding (a ragged one,
+            # of an opaque form, by its own edges).
+            accepts=Needs(no_flags=frozenset({"tracer", "sparse"})),
             keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
             devices=frozenset({"cpu", "cuda"}),
             cost=5.0,
@@ -545,10 +529,9 @@ def _is_jax_function(f: Any) -> bool:
 
 
 @hookimpl
-def interop_kinds() -> list[Kind | KindSpec]:
+def interop_kinds() -> list[KindSpec]:
     """JAX functions that say they are JAX's: jax.jit-wrapped ones (and custom_vjp/jvp)."""
     return [
-        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="jax",

@@ -14,9 +14,7 @@ from interop_core.plugin import (
     AlignedAllocator,
     Allocator,
     ConverterSpec,
-    Flag,
     FrameworkSpec,
-    Needs,
     OrdinaryArrays,
     TensorInfo,
     classify_layout,
@@ -63,12 +61,6 @@ def _layout(x: Any) -> str:
     return classify_layout(x.shape, x.strides, x.itemsize)
 
 
-def _flags(x: Any) -> frozenset[str]:
-    import numpy as np
-
-    return frozenset({"masked"}) if isinstance(x, np.ma.MaskedArray) else frozenset()
-
-
 def describe(x: Any) -> TensorInfo:
     """Describe an ndarray without copying it."""
     address = x.ctypes.data
@@ -81,7 +73,6 @@ def describe(x: Any) -> TensorInfo:
         layout=_layout(x),
         readonly=not x.flags.writeable,
         aligned=address % ALIGNMENT == 0,
-        flags=_flags(x),
     )
 
 
@@ -164,11 +155,11 @@ def aligned_copy(x: Any) -> Any:
 
 def astype(x: Any, dtype: str) -> Any:
     """``x`` cast to canonical ``dtype`` (``to(..., dtype=)``): a C-contiguous, 64-byte
-    aligned copy; a masked array stays masked and a numpy scalar a scalar."""
+    aligned copy; a numpy scalar stays a scalar."""
     import numpy as np
 
     target = numpy_dtype(dtype)
-    if isinstance(x, (np.ma.MaskedArray, np.generic)):
+    if isinstance(x, np.generic):
         return x.astype(target)
     out = aligned_empty(x.shape, target)
     np.copyto(out, x, casting="unsafe")  # the user asked for this cast: any kind is allowed
@@ -305,12 +296,6 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu",),
             constructor="numpy.asarray",
             astype=astype,
-            flags=(
-                Flag(
-                    "masked",
-                    "a masked array would lose its mask (convert .data and .mask separately)",
-                ),
-            ),
             read_dtype=read_dtype,
             example_view=example_view,
             ordinary=(_ORDINARY,),
@@ -341,7 +326,6 @@ def interop_converters() -> list[ConverterSpec]:
             target="numpy",
             load=lambda: aligned_copy,
             zero_copy=False,
-            accepts=Needs(no_flags=frozenset({"masked"})),
             cost=1.0,
         ),
         ConverterSpec(

@@ -11,7 +11,6 @@ from interop_core.plugin import (
     Device,
     Flag,
     FrameworkSpec,
-    Kind,
     KindSpec,
     Needs,
     TensorInfo,
@@ -19,9 +18,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..exchange.examples import ragged_form, sparse_forms
-from ..exchange.ragged import FLAGS as RAGGED_FLAGS
-from ..kinds.callables import FUNCTIONS
+from ..exchange.examples import sparse_forms
 
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
@@ -89,10 +86,6 @@ def describe(t: Any) -> TensorInfo:
     """Describe an eager tf.Tensor (always C-contiguous)."""
     if is_sparse(t):
         return _describe_sparse(t)
-    if type(t).__name__ == "RaggedTensor":  # a ragged array (exchange/ragged.py)
-        from ..exchange.ragged_convert import tf_describe
-
-        return tf_describe(t)
     shape = tuple(int(d) if d is not None else -1 for d in t.shape)
     symbolic = _symbolic(t)
     return TensorInfo(
@@ -116,10 +109,6 @@ def key(t: Any) -> Any:
     except AttributeError:  # a symbolic tensor, or a SparseTensor
         if is_sparse(t):
             return ("sparse", t.dtype, t.values.device)
-        if type(t).__name__ == "RaggedTensor":
-            from ..exchange.ragged_convert import tf_key
-
-            return tf_key(t)
         return (t.dtype, None)
 
 
@@ -127,7 +116,7 @@ def data_ptr(t: Any) -> int:
     """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
     import tensorflow as tf
 
-    if is_sparse(t) or type(t).__name__ == "RaggedTensor":  # its first value
+    if is_sparse(t):  # its first value
         t = t.values
     return capsule_address(tf.experimental.dlpack.to_dlpack(t))
 
@@ -212,7 +201,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="tensorflow",
             aliases=("tf",),
-            array_types=("tensorflow.Tensor", "tensorflow.SparseTensor", "tensorflow.RaggedTensor"),
+            array_types=("tensorflow.Tensor", "tensorflow.SparseTensor"),
             describe=describe,
             key=key,
             data_ptr=data_ptr,
@@ -235,9 +224,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
                     "a tf.SparseTensor has no dense buffer to share: pass densify=True for one "
                     "dense copy, or convert it to another framework's sparse arrays",
                 ),
-                *RAGGED_FLAGS,
             ),
-            forms=(*sparse_forms("tensorflow", ("coo",)), *ragged_form("tensorflow")),
+            forms=sparse_forms("tensorflow", ("coo",)),
             read_dtype=read_dtype,
         ),
         FrameworkSpec(
@@ -263,8 +251,8 @@ def interop_converters() -> list[ConverterSpec]:
             target="tensorflow",
             load=_load_copy,
             zero_copy=False,
-            # A ragged tensor is copied by its own edge (exchange/ragged.py).
-            accepts=Needs(no_flags=frozenset({"symbolic", "ragged", "sparse"})),
+            # A ragged tensor (of an opaque form) is copied by its own edges.
+            accepts=Needs(no_flags=frozenset({"symbolic", "sparse"})),
             devices=frozenset({"cpu", "cuda"}),
             cost=3.0,
         ),
@@ -281,10 +269,9 @@ def interop_converters() -> list[ConverterSpec]:
 
 
 @hookimpl
-def interop_kinds() -> list[Kind | KindSpec]:
+def interop_kinds() -> list[KindSpec]:
     """tf.function objects, restored SavedModel functions included, and concrete functions."""
     return [
-        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="tensorflow",

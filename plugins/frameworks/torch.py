@@ -8,11 +8,11 @@ from interop_core.plugin import (
     ALIGNMENT,
     DTYPES,
     MOVE_COST,
+    ConversionError,
     ConverterSpec,
     Device,
     Flag,
     FrameworkSpec,
-    Kind,
     KindSpec,
     Needs,
     NotAnArrayError,
@@ -22,9 +22,7 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..exchange.examples import ragged_form, sparse_forms
-from ..exchange.ragged import FLAGS as RAGGED_FLAGS
-from ..kinds.callables import FUNCTIONS
+from ..exchange.examples import sparse_forms
 
 #: What torch imports without copying (the spec's ``imports``, checked by the planner on
 #: every zero-copy edge into torch): no negative strides, which torch cannot hold (it aborts
@@ -146,6 +144,19 @@ def _dtensor_key(t: Any) -> Any:
     )  # fmt: skip
 
 
+_NESTED_STRIDED = (
+    "Cannot convert a torch nested tensor of the strided layout: only jagged ones "
+    "(layout=torch.jagged) convert as ragged arrays.\nMake one: torch.nested."
+    "nested_tensor(list(t.unbind()), layout=torch.jagged), or pad it: "
+    "torch.nested.to_padded_tensor(t, fill_value)."
+)
+_NO_RAGGED = (
+    "Cannot convert a torch jagged tensor: no registered plugin declares ragged arrays of "
+    "torch (the built-in interop_plugins.exchange.ragged does). Convert t.values() and "
+    "t.offsets() instead."
+)
+
+
 def describe(t: Any) -> TensorInfo:
     """Describe a tensor without copying it (a DTensor by its global shape and local device)."""
     import torch
@@ -157,10 +168,8 @@ def describe(t: Any) -> TensorInfo:
             "it on a real device (device='cpu' or 'cuda'), or build the target's array from "
             "its shape and dtype."
         )
-    if t.is_nested:  # a jagged nested tensor is a ragged array (exchange/ragged.py)
-        from ..exchange.ragged_convert import torch_describe
-
-        return torch_describe(t)
+    if t.is_nested:  # a jagged one is a ragged array, which its form describes
+        raise ConversionError(_NESTED_STRIDED if t.layout == torch.strided else _NO_RAGGED)
     dense = t.layout == torch.strided
     shape = tuple(t.shape)
     dtensor = is_dtensor(t)
@@ -202,22 +211,10 @@ def _sparse_aligned(t: Any) -> bool:
     return all(b.data_ptr() % ALIGNMENT == 0 for b in sparse_buffers(t))
 
 
-def _nested_key(t: Any) -> Any:
-    from ..exchange.ragged_convert import torch_key
-
-    return torch_key(t)
-
-
-def _nested_aligned_key(t: Any) -> Any:
-    from ..exchange.ragged_convert import torch_key
-
-    return torch_key(t, aligned=True)
-
-
 #: Tensor subclasses keyed their own way, by class name (one dict lookup, nothing imported):
-#: DTensors and jagged nested tensors (ragged arrays).
-_KEYS = {"DTensor": _dtensor_key, "NestedTensor": _nested_key}
-_ALIGNED_KEYS = {"DTensor": _dtensor_key, "NestedTensor": _nested_aligned_key}
+#: DTensors.
+_KEYS = {"DTensor": _dtensor_key}
+_ALIGNED_KEYS = _KEYS
 
 
 def key(t: Any) -> Any:
@@ -262,12 +259,7 @@ def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def data_ptr(t: Any) -> int:
-    """Address of the first element (a sparse tensor's first stored value, a jagged
-    tensor's first row's first value)."""
-    if t.is_nested:  # its own data_ptr() is 0
-        values, offsets = t.values(), t.offsets()
-        base = int(offsets[0]) if len(offsets) else 0
-        return int(values.data_ptr()) + base * values[:1].numel() * values.element_size()
+    """Address of the first element (a sparse tensor's first stored value)."""
     try:
         return int(t.data_ptr())
     except RuntimeError:  # sparse tensors have no storage of their own: their values do
@@ -418,7 +410,6 @@ _FLAGS = (
         "the DTensor spans several processes, so no one process can gather it alone (call "
         ".full_tensor() in every process: it is a collective)",
     ),
-    *RAGGED_FLAGS,
 )
 
 
@@ -444,7 +435,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             astype=astype,
             imports=IMPORTS,
             flags=_FLAGS,
-            forms=(*sparse_forms("torch"), *ragged_form("torch")),
+            forms=sparse_forms("torch"),
             read_dtype=read_dtype,
             example_view=example_view,
             ordinary=(_ORDINARY,),
@@ -453,7 +444,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
 
 
 #: The copies and moves take any strided tensor but a DTensor (its own edges gather it).
-_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded", "ragged"}))
+_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded"}))
 
 
 @hookimpl
@@ -498,10 +489,9 @@ def interop_converters() -> list[ConverterSpec]:
 
 
 @hookimpl
-def interop_kinds() -> list[Kind | KindSpec]:
+def interop_kinds() -> list[KindSpec]:
     """torch.nn.Module: a function of its inputs, its parameters carried along."""
     return [
-        FUNCTIONS,
         KindSpec(
             kind="function",
             framework="torch",

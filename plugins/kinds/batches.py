@@ -1,6 +1,6 @@
 """The converted iterator: a source's batches, each converted when it is pulled, with
 ``prefetch=`` (converted ahead on a thread) and ``state_dict()`` / ``load_state_dict()``
-(resuming mid-pass, through the source's :class:`~.checkpoints.Checkpointer`).
+(resuming mid-pass, through the source's checkpointer: the ``interop_checkpointer`` hook).
 
 Nothing is pulled before the user asks, unless ``prefetch=N`` asks for N batches ahead.
 Imports no framework.
@@ -18,9 +18,9 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from interop_core.plugin import CheckpointError, ConversionError
+from interop_core.plugin import Checkpointer, CheckpointError, ConversionError
 
-from .checkpoints import Checkpointer, checkpointer, count, digest, fields, same, show
+from .checkpoints import checkpointer, count, digest, fields, same, show
 
 #: The key a state made by :meth:`Batches.state_dict` carries, with its format's version.
 FORMAT = "interop_core.batches"
@@ -269,8 +269,8 @@ def read_state(cp: Checkpointer, state: Any) -> tuple[int, Any]:
 
 
 def checkpointable(found: Checkpointer | str) -> Checkpointer:
-    """``found`` (what :func:`checkpointer` gave), or the CheckpointError saying why the
-    source has no checkpointer."""
+    """``found`` (what the ``interop_checkpointer`` hook gave), or the CheckpointError
+    saying why the source has no checkpointer."""
     if isinstance(found, str):
         raise CheckpointError(f"This iterator cannot record its position: {found}.")
     return found
@@ -319,14 +319,23 @@ class Batches:
     latest pass's. ``load_state_dict(state)`` on an iterator over a source built the same
     way makes the next batch pulled (of the next pass, over a restartable source) the one
     after them. A source that cannot checkpoint raises :class:`CheckpointError` saying why.
+    ``checkpointer_of(source)`` finds the source's checkpointer: the converter passes the
+    ``interop_checkpointer`` hook; the default is the built-in plugins' answer.
     """
 
     def __init__(
-        self, source: Iterable[Any], convert: Callable[[Any], Any], prefetch: int = 0
+        self,
+        source: Iterable[Any],
+        convert: Callable[[Any], Any],
+        prefetch: int = 0,
+        checkpointer_of: Callable[[Any], Checkpointer | str] = checkpointer,
     ) -> None:
         self.source = source
         self._convert = convert
         self._prefetch = prefetch
+        #: Finds the source's checkpointer (the ``interop_checkpointer`` hook of the registry
+        #: this iterator was converted in), asked once, when a pass or a state needs it.
+        self._checkpointer_of = checkpointer_of
         self._checkpointer: Checkpointer | str | None = None
         self._pass: _Pass | None = None
         #: A state loaded for the next pass to resume from: (batches, the source's part).
@@ -362,7 +371,7 @@ class Batches:
         # A new pass of its own, as iter() of the source gives. The previous one is not
         # closed here: a pass still held (zip(it, it), nested loops) goes on; one no longer
         # held stops its thread when it is dropped (__del__).
-        fresh = Batches(self.source, self._convert, self._prefetch)
+        fresh = Batches(self.source, self._convert, self._prefetch, self._checkpointer_of)
         fresh._checkpointer, fresh._is_pass = self._source_checkpointer(), True
         fresh.workers = self.workers
         fresh._resume = self._resume  # a loaded state: this pass's
@@ -428,7 +437,7 @@ class Batches:
 
     def _source_checkpointer(self) -> Checkpointer | str:
         if self._checkpointer is None:
-            self._checkpointer = checkpointer(self.source)
+            self._checkpointer = self._checkpointer_of(self.source)
         return self._checkpointer
 
     def _checkpointable(self) -> Checkpointer:

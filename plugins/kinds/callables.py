@@ -12,8 +12,10 @@ from typing import Any
 from interop_core.plugin import FUNCTION, Kind, KindSpec, hookimpl
 
 #: The function kind: converted once, used many times (no warm path); ``copy=`` is refused
-#: (a function is wrapped); bound to no device unless ``device=`` asks. Declared by every
-#: plugin that declares functions of its framework.
+#: (a function is wrapped); bound to no device unless ``device=`` asks. Declared here only:
+#: the framework plugins (jax, tensorflow, torch) declare the KindSpecs that find their
+#: functions and leave the kind to this plugin. Without it registered, those KindSpecs and
+#: the function edges are ignored, each with a PluginWarning saying no plugin declares it.
 FUNCTIONS = Kind(
     FUNCTION, label="bridge", usage="to(f, target, source=...); explain() has the caveats"
 )

@@ -1,12 +1,14 @@
 """Where a source of batches is, and how to start it again there: what ``state_dict()`` and
 ``load_state_dict()`` of a converted iterator are built on.
 
-A :class:`Checkpointer` is made for one source (a DataLoader, a StatefulDataLoader, a Grain
-iterator, a Hugging Face IterableDataset, ...) by :func:`checkpointer`. The converted
-iterator (``Batches`` in iterators.py) asks it for each pass and, after batches are pulled,
-for the position; it never looks inside the source itself. A source that cannot checkpoint
-gets the reason instead, which ``state_dict()`` raises: never a state that resumes wrong.
-Imports no framework at module level.
+A :class:`Checkpointer` (the protocol, in ``interop_core.plugin``) is made for one source
+by the ``interop_checkpointer`` hook; :func:`checkpointer` is the built-in plugins' answer
+(``trylast``, in iterators.py) for the sources they know (a DataLoader, a StatefulDataLoader,
+a Grain iterator, a Hugging Face IterableDataset, ...), so a third party's overrides it. The
+converted iterator (``Batches`` in batches.py) asks it for each pass and, after batches are
+pulled, for the position; it never looks inside the source itself. A source that cannot
+checkpoint gets the reason instead, which ``state_dict()`` raises: never a state that
+resumes wrong. Imports no framework at module level.
 """
 
 from __future__ import annotations
@@ -17,56 +19,15 @@ import reprlib
 import struct
 import types
 from collections.abc import Callable, Collection, Iterator
-from typing import Any, Protocol
+from typing import Any
 
-from interop_core.plugin import CheckpointError, InteropError
-
-
-class Checkpointer(Protocol):
-    """The position of one source of batches, read and restored."""
-
-    #: What the source is and how it is checkpointed, for messages and the state itself
-    #: ("torch DataLoader: the sampler's order and position").
-    name: str
-    #: ``position(n)`` reads no live state of the source: it is right for any ``n`` up to
-    #: the batches pulled, at any time. A prefetching iterator then asks it only when
-    #: ``state_dict()`` is called, instead of after every batch.
-    replayable: bool
-
-    def begin(self, state: dict[str, Any] | None) -> Iterator[Any]:
-        """Start a pass over the source. ``state`` None: a new pass, drawing its randomness
-        exactly as iterating the source itself would (a user who never asks for a state sees
-        the same batches as without interop_core). Else resume where :meth:`position` said:
-        the pass yields the batch after the ones counted in the state."""
-        ...
-
-    def position(self, produced: int) -> dict[str, Any]:
-        """The state of the current pass after it produced ``produced`` batches (the last
-        ``begin`` included those a resumed pass skipped): a plain picklable dict that
-        :meth:`begin` of a checkpointer of a source built the same way, in another process,
-        resumes from. Called on the thread that pulls batches, right after a batch (or right
-        after ``begin`` with the count it starts at), never while the pass is being
-        advanced. Raises :class:`CheckpointError` where the source turns out, once asked,
-        unable to record this pass (TensorFlow says so only when it saves an iterator): the
-        converted iterator raises it from ``state_dict()``; the pass itself goes on.
-
-        A position records what it belongs to (the source's length, sampler, dataset, ...),
-        so :meth:`check` refuses one made for something else."""
-        ...
-
-    def check(self, position: Any, batches: int | None = None) -> None:
-        """Refuse (:class:`CheckpointError` naming what is wrong) a position :meth:`position`
-        of a checkpointer of a source built like this one cannot have made: its structure
-        (keys, types, counts in range: ``batches``, the count the state says was handed
-        out, among them) and what it belongs to. The one place a position is checked, before
-        the source or its framework reads any of it: ``load_state_dict()`` calls it, and
-        :meth:`begin` calls it again for a position given to it directly."""
-        ...
+from interop_core.plugin import Checkpointer, CheckpointError, InteropError
 
 
 def checkpointer(source: Any) -> Checkpointer | str:
-    """The checkpointer for ``source``, or the reason it cannot be checkpointed (said by
-    ``state_dict()``: what the source is, why, and what the user can do).
+    """The built-in checkpointer for ``source``, or the reason it cannot be checkpointed
+    (said by ``state_dict()``: what the source is, why, and what the user can do): the
+    built-in plugins' answer to the ``interop_checkpointer`` hook.
 
     Sources are told apart by the paths of their classes (no framework is imported to look):
     torchdata's StatefulDataLoader, torch's DataLoader (map-style, or over a Hugging Face
@@ -94,7 +55,8 @@ def checkpointer(source: Any) -> Checkpointer | str:
         "interop_core does not know how to record its position. Convert a source that can "
         "(a map-style torch DataLoader, torchdata's StatefulDataLoader, a Grain dataset or "
         "iterator, a Hugging Face IterableDataset, a tf.data Dataset, a DALI pipeline with "
-        "enable_checkpointing=True)"
+        "enable_checkpointing=True), or register a plugin whose interop_checkpointer hook "
+        "answers for this one"
     )
 
 

@@ -16,14 +16,18 @@ from interop_core.plugin import (
     ANY,
     ITERATOR,
     CallContext,
+    Checkpointer,
     ConverterSpec,
     Kind,
     KindSpec,
     OptionError,
+    PluginError,
+    WorkersPlan,
     hookimpl,
 )
 
 from .batches import Batches
+from .checkpoints import checkpointer, show
 
 #: Iterables that start a new pass (an epoch) each time they are iterated; any other
 #: object must be an iterator (``iter(obj)`` makes one of any iterable).
@@ -42,13 +46,76 @@ RESTARTABLE = (
 def batches_for(source: Iterable[Any], convert: Callable[[Any], Any], ctx: CallContext) -> Batches:
     """The converted iterator over ``source``, each batch made by ``convert``, with what the
     call's options ask of the iterator itself (prefetch=, resuming: see :class:`Batches`).
-    Every iterator edge builds its result with this. A torch DataLoader's workers are made
-    safe here, before any pass starts them (loader_workers.py); ``.workers`` says how."""
+    Every iterator edge builds its result with this. The loader's workers start as the
+    ``interop_worker_policy`` hook plans, set here before any pass starts them (a torch
+    DataLoader's: made safe by loader_workers.py); ``.workers`` says how. The source's
+    checkpointer is the ``interop_checkpointer`` hook's answer, asked when first needed."""
     from .loader_workers import safe_workers
 
-    batches = Batches(source, convert, prefetch_depth(ctx.option("prefetch")))
-    batches.workers = safe_workers(source, ctx.target)
+    ask = Asker(ctx.hook)
+    batches = Batches(source, convert, prefetch_depth(ctx.option("prefetch")), ask.checkpointer)
+    batches.workers = safe_workers(source, ctx.target, ask.worker_policy)
     return batches
+
+
+class Asker:
+    """The iterator kind's run-time hooks on one registry's hook relay (``ctx.hook``), each
+    answer checked; without a relay (a context built by hand), the built-in answers."""
+
+    __slots__ = ("_hook",)
+
+    def __init__(self, hook: Any) -> None:
+        self._hook = hook
+
+    def checkpointer(self, source: Any) -> Checkpointer | str:
+        """The ``interop_checkpointer`` hook's answer for ``source``."""
+        found = None if self._hook is None else self._hook.interop_checkpointer(source=source)
+        if found is None:  # no plugin answered (the built-in one is not registered)
+            return checkpointer(source)
+        if not isinstance(found, str) and not all(
+            hasattr(found, a) for a in ("name", "replayable", "begin", "position", "check")
+        ):
+            raise PluginError(
+                f"A plugin's interop_checkpointer hook answered {show(found)} for a "
+                f"{type(source).__qualname__}: neither a Checkpointer (name, replayable, "
+                "begin, position, check) nor a sentence saying why it cannot be "
+                "checkpointed.\nFix the plugin's hook, or unregister the plugin."
+            )
+        return found  # type: ignore[no-any-return]
+
+    def worker_policy(self, loader: Any, target: str) -> WorkersPlan:
+        """The ``interop_worker_policy`` hook's answer for ``loader`` and ``target``."""
+        from .loader_workers import plan_workers
+
+        if self._hook is None:
+            return plan_workers(loader, target)
+        plan = self._hook.interop_worker_policy(loader=loader, target=target)
+        if plan is None:  # no plugin answered (the built-in one is not registered)
+            return plan_workers(loader, target)
+        if not isinstance(plan, WorkersPlan):
+            raise PluginError(
+                f"A plugin's interop_worker_policy hook answered {show(plan)} for a "
+                f"{type(loader).__qualname__}: not a WorkersPlan.\nReturn "
+                "WorkersPlan(method, sentence) from interop_core.plugin, or None for a "
+                "loader that is not the plugin's."
+            )
+        return plan
+
+
+@hookimpl(trylast=True)
+def interop_checkpointer(source: Any) -> Checkpointer | str:
+    """The built-in checkpointers (checkpoints.py), told apart by the class paths of the
+    source; the reason it cannot be checkpointed for any other."""
+    return checkpointer(source)
+
+
+@hookimpl(trylast=True)
+def interop_worker_policy(loader: Any, target: str) -> WorkersPlan:
+    """The built-in policy (loader_workers.py): a torch DataLoader's workers start by
+    forkserver instead of fork where JAX or TensorFlow is loaded or the target."""
+    from .loader_workers import plan_workers
+
+    return plan_workers(loader, target)
 
 
 def prefetch_depth(value: Any) -> int:

@@ -18,7 +18,9 @@ worker_init_fn) cannot be pickled, or whose script runs outside an
 ``if __name__ == "__main__":`` block, keeps fork: changing it would break a loader that
 works today (a numpy-only dataset is safe under fork), and the sentence returned says so.
 A ``multiprocessing_context`` the user set, or a start method the process set, is never
-changed. Imports no framework: torch is reached through ``sys.modules``.
+changed. It is the built-in answer to the ``interop_worker_policy`` hook (iterators.py), which
+a third party's implementation overrides. Imports no framework: torch is reached through
+``sys.modules``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ import multiprocessing
 import pickle
 import sys
 import weakref
+from collections.abc import Callable
 from types import FrameType, ModuleType
-from typing import Any, NamedTuple
+from typing import Any
+
+from interop_core.plugin import WorkersPlan
 
 #: Frameworks whose runtime threads make a forked worker that uses them hang.
 THREADED = ("jax", "tensorflow")
@@ -41,17 +46,10 @@ ISSUE = "jax#9190"
 _changed: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-class WorkersPlan(NamedTuple):
-    """What :func:`safe_workers` does with a loader: the start method it sets (None: it sets
-    none) and the sentence that says what the workers start by and why ("" when the object
-    is no DataLoader with workers)."""
-
-    method: str | None
-    sentence: str
-
-
 def plan_workers(loader: Any, target: str = "") -> WorkersPlan:
-    """What :func:`safe_workers` would do with ``loader``, changing nothing (for explain()).
+    """What :func:`safe_workers` would do with ``loader``, changing nothing: the built-in
+    plugins' answer to the ``interop_worker_policy`` hook (``WorkersPlan(None, "")`` when
+    the object is no DataLoader with workers).
 
     ``target`` is the framework the batches go to: converting them into JAX starts JAX's
     threads before the next pass forks, even when JAX is not imported yet.
@@ -104,15 +102,18 @@ def plan_workers(loader: Any, target: str = "") -> WorkersPlan:
     return WorkersPlan(safe, said)
 
 
-def safe_workers(loader: Any, target: str = "") -> str:
-    """Make ``loader``'s workers start by a method safe with JAX and TF loaded, where they
-    would fork after their threads started; say what they start by and why ("" for anything
-    but a torch DataLoader with workers, and for fork with neither loaded).
+def safe_workers(
+    loader: Any, target: str = "", policy: Callable[[Any, str], WorkersPlan] = plan_workers
+) -> str:
+    """Make ``loader``'s workers start as ``policy`` plans (the ``interop_worker_policy``
+    hook's answer; the built-in one: by a method safe with JAX and TF loaded, where they
+    would fork after their threads started); say what they start by and why ("" for
+    anything but a torch DataLoader with workers, and for fork with neither loaded).
 
     Call it before the loader's first pass (the method is read when a pass starts its
     workers); calling it again is harmless.
     """
-    plan = plan_workers(loader, target)
+    plan = policy(loader, target)
     if plan.method is not None:
         # The property's setter (allowed after construction; read at each iter()).
         loader.multiprocessing_context = plan.method

@@ -1,0 +1,1 @@
+"""Forms of arrays, each a plugin of its own (``interop_forms``)."""
