@@ -55,8 +55,8 @@ if TYPE_CHECKING:
         PlanKey,
         TensorInfo,
     )
-    from .engine.planner import Route, RouteTree, Step
     from .engine.registry import Registry
+    from .engine.routes import Route, RouteTree, Step
     from .face.memory import aligned_memory, set_aligned_memory
 
 #: The names loaded on first use, and the module (under interop_core) each comes from: the
@@ -83,9 +83,9 @@ _LAZY = {
         ),
         "declare.specs",
     ),
-    "Route": "engine.planner",
-    "RouteTree": "engine.planner",
-    "Step": "engine.planner",
+    "Route": "engine.routes",
+    "RouteTree": "engine.routes",
+    "Step": "engine.routes",
     "Registry": "engine.registry",
     "aligned_memory": "face.memory",
     "set_aligned_memory": "face.memory",

@@ -12,9 +12,10 @@ from collections.abc import Callable
 import pytest
 
 from interop_core.declare.specs import ARRAY, CPU, ArrayTraits, Device, PlanKey
-from interop_core.engine.planner import Goal, Graph, Route, make_route
+from interop_core.engine.planner import Goal, Graph
 from interop_core.engine.registry import Registry
 from interop_core.engine.router import home
+from interop_core.engine.routes import Route, make_route
 from interop_core.engine.state import State
 
 GPU_FRAMEWORKS = ("torch", "jax", "cupy")

@@ -155,7 +155,8 @@ def test_only_arrays_have_traits_and_the_warm_path() -> None:
     with pytest.raises(TypeError, match="traits"):
         Kind("checkpoint", traits=ArrayTraits)  # type: ignore[call-arg]
     kind = Kind("checkpoint")
-    assert not kind.warm and kind.traits is None and kind.advance(None, None) is None  # type: ignore[arg-type]
+    edge = copy_edge("alpha", AlphaArr)
+    assert not kind.warm and kind.traits is None and kind.advance(None, edge) is None
     assert ARRAYS.warm and ARRAYS.traits is ArrayTraits
 
 

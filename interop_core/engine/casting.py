@@ -22,7 +22,7 @@ from ..declare.errors import (
     framework_failures,
 )
 from ..declare.specs import DTYPES, FrameworkSpec, TensorInfo
-from .planner import Route, Step
+from .routes import Route, Step
 
 _EXAMPLES = (
     "a dtype name such as 'int32', a dtype object of an installed framework, or a mapping "

@@ -28,7 +28,9 @@ from ..declare.errors import PluginWarning
 from ..declare.predicates import GlobalFlag
 from ..declare.specs import ConverterSpec, FrameworkSpec, PlanKey
 from .detect import TypeTable
-from .planner import Plan, Route, Runner, Search
+from .planner import Search
+from .plans import Plan, Runner
+from .routes import Route
 
 KeyFn = Callable[[Any], Hashable]
 #: (type(obj), target as given, device as given, copy): the warm path's first lookup.

@@ -46,7 +46,9 @@ from ..declare.specs import (
     device_kind,
 )
 from .plancache import FastKey, RouteKey, StalePlan
-from .planner import Goal, Plan, Route, Runner, Search, make_route
+from .planner import Goal, Search
+from .plans import Plan, Runner
+from .routes import Route, make_route
 
 if TYPE_CHECKING:  # the engine's state calls the router; the router only reads it
     from .state import State

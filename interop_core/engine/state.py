@@ -33,7 +33,7 @@ from .casting import convert_cast, explain_cast, parse_dtype
 from .containers import MAX_DEPTH, map_leaves, name_path, note_key
 from .detect import Detector, first_claiming
 from .plancache import PlanCache
-from .planner import Graph, RouteTree
+from .planner import Graph
 from .router import (
     Asked,
     Request,
@@ -46,6 +46,7 @@ from .router import (
     snapshot,
     warm_failure,
 )
+from .routes import RouteTree
 
 
 class _Unplanned(Exception):
