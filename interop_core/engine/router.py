@@ -315,6 +315,8 @@ def _validate(req: Request, found: Search) -> None:
 
 def _check_options(st: State, req: Request, found: Search) -> None:
     """Every option of ``req`` must be declared by an edge of the route found."""
+    if not req.options:  # the common request: nothing to check
+        return
     taken = {name for _, e, _ in found.path for name in _options(st, e)}
     # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
     # route is cheapest, unless the edge marks its result and is opted in: then the option
