@@ -23,16 +23,18 @@ def compose(base: FrameworkSpec, form: FormSpec) -> FrameworkSpec:
     # A form that describes its objects sets the flags each carries; else every object of
     # it carries them all, added to the framework's description.
     describe = form.describe or _flagged(base.describe, form.flag_names)
-    own_key = form.key is not None
+    # A form keyed its own way says how alignment enters its key (None: always aligned).
+    key, aligned_key = (
+        (form.key, form.aligned_key) if form.key is not None else (base.key, base.aligned_key)
+    )
     return replace(
         base,
         array_types=form.types,
         # Looked for only once the framework is imported, as its own types are.
         module=base.import_name,
         describe=describe,
-        key=form.key if form.key is not None else base.key,
-        # A form keyed its own way says how alignment enters its key (None: always aligned).
-        aligned_key=form.aligned_key if own_key else base.aligned_key,
+        key=key,
+        aligned_key=aligned_key,
         data_ptr=form.data_ptr or base.data_ptr,
         astype=form.astype or base.astype,
     )

@@ -278,6 +278,7 @@ class Registry:
     ) -> list[ConverterSpec]:  # fmt: skip
         valid: list[ConverterSpec] = []
         seen: dict[tuple[str, str, str], str] = {}
+        named = {name for _, name in forms}  # a form's name means one thing everywhere
         for plugin, edge in edges:
             kind = kinds.get(edge.kind)
             wild = kind is not None and kind.any_framework  # may it name any framework?
@@ -288,7 +289,6 @@ class Registry:
             missing += [
                 f"kind {k!r}" for k in (edge.kind, edge.result_kind) if k and k not in kinds
             ]
-            named = {name for _, name in forms}
             missing += [f"form {name!r}" for name in sorted(edge.forms - named)]
             if missing:
                 warnings.warn(

@@ -87,11 +87,9 @@ def _load_pair(target: str, shares: bool) -> Callable[[], Callable[[Any, CallCon
     return load
 
 
-def _load_copy() -> Callable[[Any], Any]:
-    def copy(m: Any) -> Any:
-        return m.copy(order="C")
-
-    return copy
+def _masked_copy(m: Any) -> Any:
+    """A C-contiguous masked copy of ``m``, its mask copied too."""
+    return m.copy(order="C")
 
 
 _SHARED = (
@@ -108,7 +106,7 @@ def interop_converters() -> list[ConverterSpec]:
     takes = Needs(flags=frozenset({MASKED}))
     edges = [
         ConverterSpec(
-            name="numpy.ma masked copy", source="numpy", target="numpy", load=_load_copy,
+            name="numpy.ma masked copy", source="numpy", target="numpy", load=lambda: _masked_copy,
             zero_copy=False, accepts=takes, forms=frozenset({MASKED}), aligned_result=False,
         )
     ]  # fmt: skip
