@@ -52,7 +52,7 @@ from .declare.errors import (
     category,
 )
 from .declare.hookspecs import Checkpointer, WorkersPlan, hookimpl
-from .declare.predicates import OPAQUE_FLAGS, GlobalFlag, Needs
+from .declare.predicates import GlobalFlag, Needs
 from .declare.specs import (
     ALIGNMENT,
     ANY,
@@ -110,7 +110,6 @@ __all__ = [
     "LAYOUT",
     "MOVE_COST",
     "ON_REQUEST",
-    "OPAQUE_FLAGS",
     "OTHER",
     "PIPELINE",
     "READONLY",

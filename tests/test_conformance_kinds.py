@@ -5,13 +5,14 @@ rule, on a toy plugin broken on purpose."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
 from conftest import need
 
 from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
-from interop_core.plugin import ALIGNMENT, CPU, Form, TensorInfo
+from interop_core.plugin import ALIGNMENT, CPU, Form, PluginWarning, TensorInfo
 from interop_core.testing import ConformanceError, check_framework
 
 
@@ -142,22 +143,29 @@ class ToyPlugin:
 
         sparse = Needs(flags=FLAGS, no_flags=frozenset())
         return [
+            # "sparse" is an opaque flag (the sparse form's): edges name the form to take it.
             ConverterSpec("toy as scipy", "toy", "scipy", to_scipy, zero_copy=True,
-                          accepts=sparse, keeps_flags=FLAGS),
+                          accepts=sparse, keeps_flags=FLAGS, forms=frozenset({"sparse"})),
             ConverterSpec("scipy as toy", "scipy", "toy", from_scipy, zero_copy=True,
-                          accepts=sparse, keeps_flags=FLAGS),
+                          accepts=sparse, keeps_flags=FLAGS, forms=frozenset({"sparse"})),
         ]  # fmt: skip
 
 
 def toy_registry(plugin: ToyPlugin) -> Registry:
-    """numpy, scipy.sparse and the toy only."""
+    """numpy, scipy.sparse (with the sparse form, whose plugin also declares forms and
+    edges of frameworks not registered here: ignored, with warnings) and the toy only."""
+    from interop_plugins.exchange import sparse as sparse_plugin
     from interop_plugins.frameworks import numpy as npp
     from interop_plugins.frameworks import scipy as spp
 
     reg = Registry(builtins=False, entry_points=False)
     reg.register(npp, name="interop_plugins.frameworks.numpy")
     reg.register(spp, name="interop_plugins.frameworks.scipy")
+    reg.register(sparse_plugin, name="interop_plugins.exchange.sparse")
     reg.register(plugin, name="toy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        reg.state  # noqa: B018 - built here, where its warnings are expected
     return reg
 
 

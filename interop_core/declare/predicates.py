@@ -14,12 +14,6 @@ from dataclasses import dataclass
 from .errors import DTYPE, FLAG, GLOBAL_FLAG, LAYOUT, READONLY, UNALIGNED, VARIANT, Reason
 from .specs import ALIGNMENT, ArrayTraits, PlanKey
 
-#: Flags that mean "no plain strided buffer to share" unless an edge says otherwise. The
-#: core knows them by name only; what each means is declared by the framework setting it.
-OPAQUE_FLAGS = frozenset(
-    {"conj", "neg", "sparse", "quantized", "sharded", "multiprocess", "tracer", "symbolic"}
-)  # fmt: skip
-
 _UNALIGNED = Reason(
     f"shares memory only with {ALIGNMENT}-byte aligned buffers (this one is not)", UNALIGNED
 )
@@ -81,8 +75,9 @@ class Needs:
     writable: bool = False
     #: The producer cannot export read-only memory at all.
     no_readonly: bool = False
-    #: Flags refused (see OPAQUE_FLAGS) and flags that must all be present.
-    no_flags: frozenset[str] = OPAQUE_FLAGS | {"requires_grad"}
+    #: Flags refused (beside the opaque ones, ``Flag.opaque``, which the planner keeps off
+    #: every edge that does not name them) and flags that must all be present.
+    no_flags: frozenset[str] = frozenset({"requires_grad"})
     flags: frozenset[str] = frozenset()
     #: A global flag that must be on for some dtypes (JAX's x64), see :class:`GlobalFlag`.
     flag: GlobalFlag | None = None

@@ -242,8 +242,9 @@ class Flag:
     #: (call .resolve_conj())".
     advice: str
     #: No route may look inside an object carrying it (a masked array's values without its
-    #: mask would be wrong): the planner keeps every edge off it but those that name a form
-    #: setting it (``ConverterSpec.forms``).
+    #: mask would be wrong, a conjugate view's memory holds the unconjugated values): the
+    #: planner keeps every edge off it but those that name it or a form setting it
+    #: (``ConverterSpec.forms``).
     opaque: bool = False
 
 
@@ -348,6 +349,12 @@ class FormSpec:
     aligned_key: Callable[[Any], Hashable] | None = None
     data_ptr: Callable[[Any], int] | None = None
     astype: Callable[[Any, str], Any] | None = None
+    #: For a form whose objects are of the framework's own types (torch's sparse layouts
+    #: are torch.Tensors): which objects of ``types`` are of the form. Asked when an object
+    #: is described (never on the warm path). The framework's ``key`` must then raise on
+    #: the form's objects (it keys only what it describes): the core keys them with the
+    #: form's key, tagged with its name, and nothing else. None: every object of ``types``.
+    test: Callable[[Any], bool] | None = None
     #: Examples for the conformance kit (:class:`Form`, with the form's flags): the kit
     #: checks them with the framework's (``FrameworkSpec.forms``).
     examples: tuple[Form, ...] = ()
@@ -677,8 +684,10 @@ class ConverterSpec:
     #: Flags of the input the result keeps (all others are cleared).
     keeps_flags: frozenset[str] = frozenset()
     #: The forms of arrays (``FormSpec.name``) whose objects it takes: the flags of an
-    #: opaque form keep every other edge off them. An edge within one framework keeps
-    #: their flags on its result.
+    #: opaque form keep every other edge off them. A framework's own opaque flag
+    #: (``Flag.opaque``, e.g. torch's "conj") named here is taken too. What the result
+    #: keeps of them is ``keeps_flags``, as for any flag (a copy within the form keeps
+    #: them, a densifying edge does not).
     forms: frozenset[str] = frozenset()
     #: Flags the result gets (a bridged function that calls back into Python on the host:
     #: "host_callback"), so later edges can refuse it.

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from ..declare.errors import PluginWarning, UnhashableTypeError
 from ..declare.specs import ANY, FrameworkSpec, KindSpec
+from .forms import Split
 
 _MISSING = object()
 _HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement or type()
@@ -192,12 +193,18 @@ class Detector:
         self, specs: Iterable[FrameworkSpec], kinds: Iterable[KindSpec] = (),
         hook: Callable[[Any], str | None] | None = None,
         forms: Mapping[str, tuple[FrameworkSpec, ...]] | None = None,
+        split: Mapping[str, Split] | None = None,
     ) -> None:  # fmt: skip
         specs = tuple(specs)
         #: Framework name -> its spec for each of its forms (``array_types``: the form's).
         self.forms = dict(forms or {})
         self.form_specs = tuple(spec for specs in self.forms.values() for spec in specs)
         self.by_name = {s.name: s for s in specs}
+        #: id(a framework's spec) -> (test, spec) of its forms told apart per object (a
+        #: torch sparse tensor is a torch.Tensor): asked of each object that spec is found for.
+        self.split: dict[int, Split] = {
+            id(self.by_name[name]): pairs for name, pairs in (split or {}).items()
+        }
         #: The plugins' ``interop_detect`` hook, asked first (None: no plugin implements it).
         self.hook = hook
         self.specs = tuple(s for s in specs if s.array_types)
@@ -219,20 +226,32 @@ class Detector:
         """The owning framework's spec, or None when no registered framework owns ``obj``."""
         cls = type(obj)
         try:
-            return self.cache[cls]
+            found = self.cache[cls]
         except KeyError:
-            pass
+            found = self._by_hook(obj)
+            if found is not None:
+                found = self._in_form(found, cls)
+            else:
+                found = self._by_type(cls) or self._by_protocol(obj)
+            # A negative answer is safe to cache too: an object exists only after its
+            # framework was imported, so a later import cannot change who owns this type.
+            self.types.put(self.cache, cls, cls, found)
         except Exception as exc:  # the metaclass's __hash__ raised
             raise unhashable_type(cls, exc) from exc
-        found = self._by_hook(obj)
-        if found is not None:
-            found = self._in_form(found, cls)
-        else:
-            found = self._by_type(cls) or self._by_protocol(obj)
-        # A negative answer is safe to cache too: an object exists only after its
-        # framework was imported, so a later import cannot change who owns this type.
-        self.types.put(self.cache, cls, cls, found)
+        if self.split and id(found) in self.split:
+            return self._split_form(found, obj)  # type: ignore[arg-type]
         return found
+
+    def _split_form(self, spec: FrameworkSpec, obj: object) -> FrameworkSpec:
+        """The spec of the form ``obj`` is of, told per object, else ``spec``; a test that
+        raises counts as a no, as a claim does."""
+        for test, form in self.split[id(spec)]:
+            try:
+                if test(obj):
+                    return form
+            except Exception:
+                continue
+        return spec
 
     def kind(self, obj: object) -> KindSpec | None:
         """The spec of a non-array object (a function, ...), or None; asked only of objects

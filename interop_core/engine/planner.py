@@ -190,12 +190,12 @@ class Graph:
         forms = tuple(forms)
         declared = [(s.name, f) for s in specs for f in s.flags]
         declared += [(form.framework, f) for form in forms for f in form.flags]
-        #: The opaque flags (``Flag.opaque``): only an edge naming a form that sets one
-        #: takes an object carrying it.
+        #: The opaque flags (``Flag.opaque``): only an edge naming one, or a form that sets
+        #: one, takes an object carrying it.
         self.opaque = frozenset(f.name for _, f in declared if f.opaque)
         #: id(edge) -> the flags of the forms it names (absent: none).
         self.taken: dict[int, frozenset[str]] = {
-            id(e): taken_flags(e, forms) for e in self.edges if e.forms
+            id(e): taken_flags(e, forms, self.opaque) for e in self.edges if e.forms
         }
         #: The declared kinds by name: what the search knows of each node's kind.
         self.kinds: dict[str, Kind] = {

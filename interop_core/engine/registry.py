@@ -33,7 +33,7 @@ from ..declare.specs import (
     KnownFramework,
 )
 from .detect import unresolved_types
-from .forms import forms_by_framework, keeping_forms
+from .forms import forms_by_framework, keyed_with
 from .manager import InteropPluginManager
 from .planner import Graph
 from .state import Declared, Hooks, State
@@ -172,9 +172,11 @@ class Registry:
                     e for e in edges
                     if all(f == ANY or installed[f] for f in (e.source, e.target))
                 ]  # fmt: skip
+                # A framework whose forms are told apart per object is keyed through them.
+                frameworks = {n: keyed_with(s, forms.values()) for n, s in frameworks.items()}
                 specs = Declared(
                     frameworks, names, finds, tuple(edges), known,
-                    forms_by_framework(forms.values(), frameworks),
+                    *forms_by_framework(forms.values(), frameworks),
                 )  # fmt: skip
                 # The graph reads the kinds, the frameworks' import rules, switches and flag
                 # advice, and the forms' opaque flags once, here: every plan of this build
@@ -257,8 +259,8 @@ class Registry:
                     stacklevel=4,
                 )
                 continue
-            if not form.types or not form.flags:
-                what = "types" if not form.types else "flags"
+            if not form.types or not form.flags or (form.test and form.key is None):
+                what = "types" if not form.types else "flags" if not form.flags else "key"
                 self._fail(plugin, f"form {form.name!r} declares no {what}", strict)
                 continue
             other = forms.get((form.framework, form.name))
@@ -278,7 +280,9 @@ class Registry:
     ) -> list[ConverterSpec]:  # fmt: skip
         valid: list[ConverterSpec] = []
         seen: dict[tuple[str, str, str], str] = {}
-        named = {name for _, name in forms}  # a form's name means one thing everywhere
+        # A form's name means one thing everywhere; a framework's opaque flag is named as one.
+        named = {name for _, name in forms}
+        named.update(f.name for s in frameworks.values() for f in s.flags if f.opaque)
         for plugin, edge in edges:
             kind = kinds.get(edge.kind)
             wild = kind is not None and kind.any_framework  # may it name any framework?
@@ -316,7 +320,7 @@ class Registry:
                     stacklevel=4,
                 )
             seen[ident] = plugin
-            valid.append(keeping_forms(edge, forms.values()))
+            valid.append(edge)
         return valid
 
     # -- names ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ..declare.specs import (
 from .casting import convert_cast, explain_cast, parse_dtype
 from .containers import MAX_DEPTH, map_leaves, name_path, note_key
 from .detect import Detector, first_claiming
+from .forms import Split
 from .plancache import PlanCache
 from .planner import Graph
 from .router import (
@@ -80,8 +81,11 @@ class Declared(NamedTuple):
     kinds: tuple[KindSpec, ...]
     edges: tuple[ConverterSpec, ...]
     known: dict[str, KnownFramework]
-    #: Framework name -> its spec composed with each of its forms (see engine/forms.py).
+    #: Framework name -> its spec composed with each of its forms found by type (see
+    #: engine/forms.py).
     forms: dict[str, tuple[FrameworkSpec, ...]]
+    #: Framework name -> (test, composed spec) of its forms told apart per object.
+    split: dict[str, Split]
 
 
 class State:
@@ -119,7 +123,9 @@ class State:
         )
         self.graph = graph
         hooks = hooks or Hooks()
-        self.detect = Detector(self.frameworks.values(), self.kinds, hooks.detect, specs.forms)
+        self.detect = Detector(
+            self.frameworks.values(), self.kinds, hooks.detect, specs.forms, specs.split
+        )
         #: Structural checks of kinds a framework owns: the ones that may take a whole list
         #: or tuple as one object (a list of pipelines, one per GPU).
         self.owned_claims = tuple(

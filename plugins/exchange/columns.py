@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from interop_core.plugin import (
-    OPAQUE_FLAGS,
     CallContext,
     ConversionError,
     ConverterSpec,
@@ -344,11 +343,11 @@ def _load_nulls(access: Access) -> Callable[[Any, CallContext], Any]:
 def column_edges(source: str, access: Access, what: str) -> list[ConverterSpec]:
     """The edges of the column source ``source`` (``what``: its columns in a step's name,
     "Arrow column")."""
-    plain = Needs(no_flags=OPAQUE_FLAGS | {NULLS, CHUNKED, PACKED})
+    plain = Needs(no_flags=frozenset({NULLS, CHUNKED, PACKED}))
     # JAX and TensorFlow never get memory read-only in rule 8's sense (a donated buffer
     # would be written); the numpy -> jax/tf rows refuse it alike.
-    shared = Needs(no_flags=OPAQUE_FLAGS | {NULLS, CHUNKED, PACKED}, no_readonly=True)
-    whole = OPAQUE_FLAGS | {NULLS}
+    shared = Needs(no_flags=frozenset({NULLS, CHUNKED, PACKED}), no_readonly=True)
+    whole = frozenset({NULLS})
     edges = [
         ConverterSpec(
             name=f"{what} as a numpy view", source=source, target="numpy",
@@ -389,7 +388,7 @@ def column_edges(source: str, access: Access, what: str) -> list[ConverterSpec]:
             name=f"{what} with nulls (nulls=) into {target}", source=source, target=target,
             load=lambda: _load_nulls(access), zero_copy=False, cost=3.0, options=OPTIONS,
             validate=check_options,
-            context=True, accepts=Needs(flags=frozenset({NULLS}), no_flags=OPAQUE_FLAGS),
+            context=True, accepts=Needs(flags=frozenset({NULLS}), no_flags=frozenset()),
             note=_NULLS_NOTE,
         )
         for target in NULL_TARGETS

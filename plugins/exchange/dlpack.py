@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, c_strides, hookimpl
+from interop_core.plugin import ConverterSpec, Needs, c_strides, hookimpl
 
 from ..frameworks.cupy import on_device_of
 from ..frameworks.jax import host_importer
@@ -374,7 +374,9 @@ def _jax_from_cupy() -> Any:
 # the flags it takes, its producer's limits.
 _NP_EXPORT_ML = "numpy cannot export bfloat16/float8 through DLPack"
 _NO_ML = "ml_dtypes is not installed, so numpy has no bfloat16/float8 (pip install ml_dtypes)"
-_DENSE_FLAGS = OPAQUE_FLAGS | {"requires_grad"}
+_DENSE_FLAGS = frozenset({"requires_grad"})
+#: No flag refused but the opaque ones (which the planner keeps off every edge here).
+_NONE: frozenset[str] = frozenset()
 
 
 def _ml_dtypes_missing(key: Any) -> str | None:
@@ -395,7 +397,7 @@ def _row(
 def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loader, cost: float,
                 needs: Needs, **kw: Any) -> list[ConverterSpec]:  # fmt: skip
     """A torch export edge and its variant for tensors that require grad (detached)."""
-    grad = replace(needs, no_flags=OPAQUE_FLAGS, flags=frozenset({"requires_grad"}))
+    grad = replace(needs, no_flags=frozenset(), flags=frozenset({"requires_grad"}))
     return [
         _row(source, target, name, load, cost, needs, **kw),
         _row(source, target, f"{name} (detached)", detached, cost + 0.4, grad, note=_GRAD_NOTE,
@@ -428,7 +430,7 @@ def rows() -> list[ConverterSpec]:
                      0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
                                  no_flags=_DENSE_FLAGS)),
         _row("torch", "numpy", "Tensor.view(uint).numpy().view(ml_dtypes)", _tensor_numpy_view,
-             2.0, Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS, extra=_ml_dtypes_missing)),
+             2.0, Needs(only_dtypes=ML, no_flags=_NONE, extra=_ml_dtypes_missing)),
         *_torch_rows("torch", "tensorflow", "tf from_dlpack(torch.to_dlpack)", _tf_from_torch,
                      lambda: detaching(_tf_from_torch()), 1.2, Needs(no_flags=_DENSE_FLAGS)),
         *_torch_rows("torch", "jax", "jax.dlpack.from_dlpack", _jax_from_torch,
@@ -436,24 +438,24 @@ def rows() -> list[ConverterSpec]:
                      devices=("cpu", "cuda")),
         # jax ->
         _row("jax", "numpy", "np.asarray", _np_asarray, 0.7,
-             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+             Needs(no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
         _row("jax", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.35,
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
-                   no_flags=OPAQUE_FLAGS), note=alias["JAX"]),
+                   no_flags=_NONE), note=alias["JAX"]),
         _row("jax", "torch", "torch.from_dlpack", _torch_from_dlpack, 4.9,
-             Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX"], devices=("cpu", "cuda")),
+             Needs(no_flags=_NONE), note=alias["JAX"], devices=("cpu", "cuda")),
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
-             Needs(no_flags=OPAQUE_FLAGS)),
+             Needs(no_flags=_NONE)),
         # tensorflow ->
         _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
-             Needs(no_flags=OPAQUE_FLAGS), readonly_result=True, note=_RO_NOTE),
+             Needs(no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
         _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
-                   no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
+                   no_flags=_NONE), note=alias["TensorFlow"]),
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
-             Needs(no_flags=OPAQUE_FLAGS), note=alias["TensorFlow"]),
+             Needs(no_flags=_NONE), note=alias["TensorFlow"]),
         _row("tensorflow", "jax", "jax.dlpack.from_dlpack", _jax_from_tf, 30.0,
-             Needs(no_flags=OPAQUE_FLAGS)),
+             Needs(no_flags=_NONE)),
         # cupy <-> torch, jax (CUDA only)
         _row("cupy", "torch", "torch.from_dlpack", _torch_from_cupy, 2.0, Needs(), devices=gpu),
         _row("cupy", "jax", "jax.dlpack.from_dlpack", _jax_from_cupy, 30.0, Needs(), devices=gpu),
@@ -461,7 +463,7 @@ def rows() -> list[ConverterSpec]:
                      lambda: detaching(_cupy_from_dlpack()), 1.5, Needs(no_flags=_DENSE_FLAGS),
                      devices=gpu),
         _row("jax", "cupy", "cupy.from_dlpack", _cupy_from_dlpack, 5.0,
-             Needs(no_flags=OPAQUE_FLAGS), note=alias["JAX to CuPy"], devices=gpu),
+             Needs(no_flags=_NONE), note=alias["JAX to CuPy"], devices=gpu),
     ]  # fmt: skip
 
 
@@ -471,7 +473,7 @@ def copy_rows() -> list[ConverterSpec]:
         ConverterSpec(
             name="jax.lax.bitcast_convert_type(uint view)", source="numpy", target="jax",
             load=_jax_from_numpy_bitcast, zero_copy=False, cost=40.0,
-            accepts=Needs(only_dtypes=ML, no_flags=OPAQUE_FLAGS),
+            accepts=Needs(only_dtypes=ML, no_flags=_NONE),
         ),
     ]  # fmt: skip
 

@@ -44,7 +44,6 @@ from typing import Any, NamedTuple
 
 from interop_core.plugin import (
     DTYPES,
-    OPAQUE_FLAGS,
     ConverterSpec,
     Flag,
     FormSpec,
@@ -157,8 +156,8 @@ FLAGS = (
          "fill_null on the values)"),
 )  # fmt: skip
 
-#: Opaque flags other than "ragged", grad, and what no ragged edge here takes.
-_OTHER = (OPAQUE_FLAGS - {RAGGED}) | {"requires_grad", NULL_ROWS, CHUNKED}
+#: Grad, and what no ragged edge here takes (the planner keeps other opaque flags off).
+_OTHER = frozenset({"requires_grad", NULL_ROWS, CHUNKED})
 _KEEPS = frozenset({RAGGED, SPLITS32})
 
 

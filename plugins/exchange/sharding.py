@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from interop_core.plugin import OPAQUE_FLAGS, ConverterSpec, Needs, hookimpl
+from interop_core.plugin import ConverterSpec, Needs, hookimpl
 
-#: Opaque flags other than those of sharded arrays (a tracer, a sparse tensor, ...), and grad.
-_OTHER_OPAQUE = (OPAQUE_FLAGS - {"sharded", "multiprocess"}) | {"requires_grad"}
+#: Refused beside the opaque flags of other forms (the planner keeps those off): grad.
+_OTHER_OPAQUE = frozenset({"requires_grad"})
+#: The opaque flags of sharded arrays (jax's and torch's), which every edge here takes.
+_TAKES = frozenset({"sharded", "multiprocess"})
 
 
 _SHARDED = frozenset({"sharded"})
@@ -92,7 +94,7 @@ def _edge(
     """An edge of these arrays on the CPU and CUDA."""
     return ConverterSpec(
         name=name, source=source, target=target, load=load, zero_copy=zero_copy,
-        accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, **more,
+        accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, forms=_TAKES, **more,
     )  # fmt: skip
 
 

@@ -1,9 +1,10 @@
 """Sparse arrays: scipy.sparse, torch sparse, JAX BCOO/BCSR and tf.SparseTensor.
 
-Sparse arrays are arrays of their framework carrying flags (as sharded arrays are, see
-:mod:`.sharding`): "sparse" (opaque: no dense edge takes them), the layout "coo" or "csr",
-"canonical" (sorted indices without duplicates), "int64_indices", and "batched"/"hybrid"
-for layouts only their own framework has. The edges here take them:
+Sparse arrays are a form of their framework's arrays (:mod:`.sparse_forms` declares how
+each is found, described and keyed): they carry "sparse" (opaque: only the edges here, which
+name the form, take them), the layout "coo" or "csr", "canonical" (sorted indices without
+duplicates), "int64_indices", and "batched"/"hybrid" for layouts only their own framework
+has. The edges here take them:
 
 - across frameworks, through scipy.sparse on the host: every framework's COO/CSR becomes a
   scipy array over the same buffers, and a scipy array becomes each framework's, sharing
@@ -24,9 +25,9 @@ from typing import Any
 
 from interop_core.plugin import (
     DTYPES,
-    OPAQUE_FLAGS,
     VARIANT,
     ConverterSpec,
+    FormSpec,
     GlobalFlag,
     Needs,
     PlanKey,
@@ -35,10 +36,12 @@ from interop_core.plugin import (
 )
 
 from ..frameworks.jax import x64_enabled, x64_from_environment
+from . import sparse_forms
 
-#: Flags no edge across frameworks takes: other opaque flags, grad, layouts only the
-#: array's own framework has.
-_OTHER = (OPAQUE_FLAGS - {"sparse"}) | {"requires_grad", "batched", "hybrid"}
+#: The form every edge here takes (other opaque flags keep them off on their own).
+_FORM = frozenset({sparse_forms.SPARSE})
+#: Flags no edge across frameworks takes: grad, layouts only the array's own framework has.
+_OTHER = frozenset({"requires_grad", "batched", "hybrid"})
 #: Flags a sparse array keeps along a copy inside its framework.
 _SPARSE_FLAGS = frozenset(
     {"sparse", "coo", "csr", "canonical", "int64_indices", "batched", "hybrid",
@@ -103,7 +106,7 @@ def _edge(
 ) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
         name=name, source=source, target=target, load=_loader(fn, source, target),
-        zero_copy=zero_copy,
+        zero_copy=zero_copy, forms=more.pop("forms", _FORM),
         accepts=accepts, devices=more.pop("devices", _CPU), note=note, adds_flags=adds,
         keeps_flags=keeps, **more,
     )  # fmt: skip
@@ -224,8 +227,8 @@ def _across() -> list[ConverterSpec]:
 
 def _inside() -> list[ConverterSpec]:
     """Copies (copy=True) and densify=True inside each framework."""
-    any_sparse = Needs(flags=_f("sparse"), no_flags=OPAQUE_FLAGS - {"sparse"})
-    grad_ok = Needs(flags=_f("sparse"), no_flags=(OPAQUE_FLAGS - {"sparse"}))
+    any_sparse = Needs(flags=_f("sparse"), no_flags=frozenset())
+    grad = _f("requires_grad")
     dense = _f("dense")
     densify = {"opt_in": "densify", "options": ("densify",), "devices": _ANY_DEVICE}
     edges = [
@@ -246,7 +249,7 @@ def _inside() -> list[ConverterSpec]:
         )
         for name, fw, fn, accepts, extra in (
             ("scipy sparse .copy()", "scipy", "scipy_copy", any_sparse, _f()),
-            ("torch sparse .clone()", "torch", "torch_clone", grad_ok, _f("requires_grad")),
+            ("torch sparse .clone()", "torch", "torch_clone", any_sparse, grad),
             ("BCOO/BCSR copy", "jax", "jax_copy", any_sparse, _f()),
             ("tf.SparseTensor copy", "tensorflow", "tf_copy", any_sparse, _f()),
         )
@@ -277,7 +280,7 @@ def _inside() -> list[ConverterSpec]:
         )
         for name, fw, target, fn, accepts, extra in (
             ("scipy .toarray()", "scipy", "numpy", "scipy_densify", any_sparse, _f()),
-            ("torch .to_dense()", "torch", "torch", "torch_densify", grad_ok, _f("requires_grad")),
+            ("torch .to_dense()", "torch", "torch", "torch_densify", any_sparse, grad),
             ("BCOO/BCSR .todense()", "jax", "jax", "jax_densify", any_sparse, _f()),
             ("tf.sparse.to_dense", "tensorflow", "tensorflow", "tf_densify", any_sparse, _f()),
         )
@@ -290,16 +293,23 @@ def _inside() -> list[ConverterSpec]:
             fw,
             "as_is",
             True,
-            Needs(no_flags=OPAQUE_FLAGS),
+            Needs(no_flags=frozenset()),
             "densify=True: the array is dense already",
             dense,
             _f("requires_grad"),
             cost=0.1,
+            forms=frozenset(),
             **densify,
         )
         for fw in ("numpy", "torch", "jax", "tensorflow", "cupy")
     ]
     return edges
+
+
+@hookimpl
+def interop_forms() -> list[FormSpec]:
+    """The sparse form of torch, JAX, TensorFlow and scipy (see :mod:`.sparse_forms`)."""
+    return sparse_forms.forms()
 
 
 @hookimpl

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from interop_core.plugin import (
-    OPAQUE_FLAGS,
     CallContext,
     ConversionError,
     ConverterSpec,
@@ -161,9 +160,9 @@ def _load_sharded() -> Callable[[Any, CallContext], Any]:
 def edges(source: str, misaligned: str) -> list[ConverterSpec]:
     """The edges of ``source``'s tensors; ``misaligned`` is the flag of bytes no framework
     views (they take the copy edge)."""
-    view = Needs(no_flags=OPAQUE_FLAGS | {misaligned}, extra=_ml_missing)
-    plain = Needs(no_flags=OPAQUE_FLAGS | {misaligned})
-    shared = Needs(no_flags=OPAQUE_FLAGS | {misaligned}, no_dtypes=frozenset(ML_DTYPES),
+    view = Needs(no_flags=frozenset({misaligned}), extra=_ml_missing)
+    plain = Needs(no_flags=frozenset({misaligned}))
+    shared = Needs(no_flags=frozenset({misaligned}), no_dtypes=frozenset(ML_DTYPES),
                    dtype_reason=_NP_EXPORT_ML)  # fmt: skip
     return [
         ConverterSpec(
@@ -186,12 +185,12 @@ def edges(source: str, misaligned: str) -> list[ConverterSpec]:
         ),
         ConverterSpec(
             name="copy safetensors tensor", source=source, target="numpy", load=_load_copy,
-            zero_copy=False, cost=20.0, accepts=Needs(no_flags=OPAQUE_FLAGS, extra=_ml_missing),
+            zero_copy=False, cost=20.0, accepts=Needs(no_flags=frozenset(), extra=_ml_missing),
         ),
         ConverterSpec(
             name="jax.make_array_from_callback(safetensors slices)", source=source,
             target="jax", load=_load_sharded, zero_copy=False, cost=3.0,
-            accepts=Needs(no_flags=OPAQUE_FLAGS | {misaligned}), options=("sharding",),
+            accepts=Needs(no_flags=frozenset({misaligned})), options=("sharding",),
             context=True, opt_in="sharding", adds_flags=_LAID_OUT,
             note="sharding=: each device copies only its shard's slice of the mapped file "
             "(jax.make_array_from_callback)",

@@ -108,6 +108,7 @@ def interop_converters() -> list[ConverterSpec]:
         ConverterSpec(
             name="numpy.ma masked copy", source="numpy", target="numpy", load=lambda: _masked_copy,
             zero_copy=False, accepts=takes, forms=frozenset({MASKED}), aligned_result=False,
+            keeps_flags=frozenset({MASKED}),
         )
     ]  # fmt: skip
     for target, cost in (("torch", 2.0), ("jax", 3.0)):

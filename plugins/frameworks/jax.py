@@ -20,8 +20,6 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..exchange.examples import sparse_forms
-
 
 def x64_enabled() -> bool:
     """JAX's jax_enable_x64 flag: without it JAX narrows 64-bit inputs to 32 bits."""
@@ -79,54 +77,8 @@ def _is_tracer(x: Any) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
-#: JAX's sparse arrays (arrays of the framework carrying the flag "sparse" and a layout);
-#: detected once ``jax.experimental.sparse`` is imported.
-SPARSE_TYPES = ("jax.experimental.sparse.BCOO", "jax.experimental.sparse.BCSR")
-
-
-def is_sparse(x: Any) -> bool:
-    """A BCOO or BCSR array (by class name and module: nothing is imported)."""
-    cls = type(x)
-    return cls.__name__ in ("BCOO", "BCSR") and cls.__module__.startswith("jax.experimental")
-
-
-def sparse_flags(x: Any) -> frozenset[str]:
-    """Flags of a BCOO/BCSR: "sparse", "coo"/"csr", "canonical" (sorted unique indices),
-    "int64_indices", "batched" (n_batch > 0), "hybrid" (n_dense > 0)."""
-    flags = {"sparse", "coo" if type(x).__name__ == "BCOO" else "csr"}
-    if x.indices_sorted and x.unique_indices:
-        flags.add("canonical")
-    if x.indices.dtype.itemsize == 8:
-        flags.add("int64_indices")
-    if x.n_batch:
-        flags.add("batched")
-    if x.n_dense:
-        flags.add("hybrid")
-    return frozenset(flags)
-
-
-def _indptr(x: Any) -> tuple[Any, ...]:
-    """A BCSR's row pointers (none for a BCOO)."""
-    return (x.indptr,) if hasattr(x, "indptr") else ()
-
-
-def _sparse_key(x: Any) -> Any:
-    """Warm-path key of a BCOO/BCSR: class, dtypes, layout and the data's device."""
-    return (
-        type(x), x.data.dtype, x.indices.dtype, x.indices_sorted, x.unique_indices,
-        x.n_batch, x.n_dense, next(iter(x.data.devices())),
-    )  # fmt: skip
-
-
 def describe(x: Any) -> TensorInfo:
     """Describe a jax.Array (always C-contiguous, never marked read-only)."""
-    if is_sparse(x):
-        return TensorInfo(
-            framework="jax", dtype=str(x.dtype), device=as_device(next(iter(x.data.devices()))),
-            shape=tuple(x.shape), layout="C", readonly=False, aligned=True,
-            flags=sparse_flags(x),
-            stored=sum(int(b.nbytes) for b in (x.data, x.indices, *_indptr(x))),
-        )  # fmt: skip
     shape = tuple(x.shape)
     flags: set[str] = set()
     if _is_tracer(x):
@@ -237,8 +189,8 @@ def key(x: Any) -> Any:
     memory kind), or the structure of a multi-device sharding (:func:`sharded_key`)."""
     try:
         sharding = x.sharding
-    except Exception:  # a tracer has no concrete sharding; a BCOO/BCSR has none
-        return _sparse_key(x) if is_sparse(x) else (x.dtype, None)
+    except Exception:  # a tracer has no concrete sharding
+        return (x.dtype, None)
     if type(sharding).__name__ == "SingleDeviceSharding":
         # Its device and memory kind, not the sharding: a sharding hashes (and compares,
         # when two arrays hold different but equal ones) in Python, ~0.3 us a call; the
@@ -252,9 +204,7 @@ def key(x: Any) -> Any:
 
 
 def data_ptr(x: Any) -> int:
-    """Address of the first element (single-device arrays; a BCOO/BCSR's first value)."""
-    if is_sparse(x):
-        x = x.data
+    """Address of the first element (single-device arrays)."""
     return int(x.unsafe_buffer_pointer())
 
 
@@ -354,11 +304,12 @@ def _load_share_on_host() -> Any:
     return share
 
 
-_PLAIN = Needs(no_flags=frozenset({"sharded", "tracer", "sparse"}))
+#: A single-device array (tracers and sharded arrays carry opaque flags: never taken here).
+_PLAIN = Needs(no_flags=frozenset())
 
 #: A single-device array whose host buffer jax.device_put can share on another host device
 #: (a 64-bit one only while x64 is on: device_put would narrow it).
-_HOST_SHARED = Needs(no_flags=frozenset({"sharded", "tracer", "sparse"}), flag=X64)
+_HOST_SHARED = Needs(no_flags=frozenset(), flag=X64)
 
 #: What jax.device_put shares rather than copies: what JAX imports (IMPORTS, which the
 #: planner checks). Read-only memory stays out, as on the DLPack edge (rule 8): the JAX
@@ -393,28 +344,18 @@ def read_dtype(value: Any) -> str | None:
 #: The flags a jax.Array or a jax function may carry (``describe``; "host_callback" from
 #: the pure_callback bridge of torch functions) and what a refusal over one tells the user.
 _FLAGS = (
-    Flag("tracer", "a traced JAX value has no buffer (convert outside jit/grad/vmap)"),
+    Flag("tracer", "a traced JAX value has no buffer (convert outside jit/grad/vmap)", opaque=True),
     Flag(
-        "sparse",
-        "a BCOO/BCSR has no dense buffer to share: pass densify=True for one dense copy, or "
-        "convert it to another framework's sparse arrays (torch, tensorflow, scipy)",
+        "sharded",
+        "the array is sharded over several devices (gather it onto one device first)",
+        opaque=True,
     ),
-    Flag(
-        "batched",
-        "batched BCOO/BCSR (n_batch > 0) convert only within JAX (densify=True "
-        "works; or jax.experimental.sparse.bcoo_update_layout(x, n_batch=0))",
-    ),
-    Flag(
-        "hybrid",
-        "BCOO/BCSR with dense dimensions (n_dense > 0) convert only within JAX "
-        "(densify=True works)",
-    ),
-    Flag("sharded", "the array is sharded over several devices (gather it onto one device first)"),
     Flag(
         "multiprocess",
         "the array spans several processes, so no one process can gather it (pass mesh= for "
         "a DTensor, or gather it in every process with "
         "jax.experimental.multihost_utils.process_allgather)",
+        opaque=True,
     ),
     Flag(
         "host_callback",
@@ -431,7 +372,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="jax",
             # Tracers are not jax.Array subclasses; they are owned (and refused) by JAX.
-            array_types=("jax.Array", "jax.core.Tracer", *SPARSE_TYPES),
+            array_types=("jax.Array", "jax.core.Tracer"),
             describe=describe,
             key=key,
             data_ptr=data_ptr,
@@ -448,7 +389,6 @@ def interop_frameworks() -> list[FrameworkSpec]:
             constructor="jax.numpy.asarray",
             astype=astype,
             flags=_FLAGS,
-            forms=sparse_forms("jax"),
             read_dtype=read_dtype,
             imports=IMPORTS,
             switches=(X64,),
@@ -466,9 +406,10 @@ def interop_converters() -> list[ConverterSpec]:
             target="jax",
             load=_load_copy,
             zero_copy=False,
-            # A sharded array is copied shard by shard and keeps its sharding (a ragged one,
-            # of an opaque form, by its own edges).
-            accepts=Needs(no_flags=frozenset({"tracer", "sparse"})),
+            # A sharded array is copied shard by shard and keeps its sharding (a ragged or
+            # sparse one, of an opaque form, by its own edges).
+            accepts=Needs(no_flags=frozenset()),
+            forms=frozenset({"sharded", "multiprocess"}),
             keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
             devices=frozenset({"cpu", "cuda"}),
             cost=5.0,

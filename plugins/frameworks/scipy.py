@@ -20,13 +20,10 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     DTYPES,
-    Flag,
     FrameworkSpec,
     TensorInfo,
     hookimpl,
 )
-
-from ..exchange.examples import sparse_forms
 
 #: scipy.sparse computes in none of these (its kernels reject float16: "Output dtype not
 #: compatible with inputs").
@@ -141,20 +138,6 @@ def astype(m: Any, dtype: str) -> Any:
     return m.astype(dtype)
 
 
-_FLAGS = (
-    Flag(
-        "sparse",
-        "a sparse array has no dense buffer to share: pass densify=True for one dense copy, "
-        "or convert it to a framework with sparse arrays (torch, jax, tensorflow, scipy)",
-    ),
-    Flag("csc", "CSC converts only within scipy: call .tocsr() or .tocoo() first"),
-    Flag("bsr", "BSR converts only within scipy: call .tocsr() or .tocoo() first"),
-    Flag("dia", "DIA converts only within scipy: call .tocsr() or .tocoo() first"),
-    Flag("lil", "LIL converts only within scipy: call .tocsr() or .tocoo() first"),
-    Flag("dok", "DOK converts only within scipy: call .tocsr() or .tocoo() first"),
-)
-
-
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """scipy.sparse: sparray and spmatrix (COO and CSR convert; other formats densify)."""
@@ -179,7 +162,5 @@ def interop_frameworks() -> list[FrameworkSpec]:
             device_kinds=("cpu",),
             constructor="scipy.sparse.coo_array",
             astype=astype,
-            flags=_FLAGS,
-            forms=sparse_forms("scipy"),
         )
     ]

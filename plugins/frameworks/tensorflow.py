@@ -18,8 +18,6 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..exchange.examples import sparse_forms
-
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
 
@@ -56,36 +54,8 @@ def _symbolic(t: Any) -> bool:
     return type(t).__name__ != "EagerTensor"
 
 
-def is_sparse(t: Any) -> bool:
-    """A tf.SparseTensor (by class name: nothing is imported)."""
-    return type(t).__name__ == "SparseTensor"
-
-
-def _describe_sparse(t: Any) -> TensorInfo:
-    """A tf.SparseTensor: COO with int64 (nnz, ndim) indices. TF keeps no record of
-    whether its indices are sorted and unique, so it is never flagged "canonical"."""
-    from ..exchange.sparse_convert import tf_shape  # InvalidArrayError for a dim < 0
-
-    return TensorInfo(
-        framework="tensorflow", dtype=t.dtype.name, device=device_of(t.values.device),
-        shape=tf_shape(t), layout="C", readonly=False, aligned=True,
-        flags=frozenset({"sparse", "coo", "int64_indices"}),
-        stored=_nbytes(t.values) + _nbytes(t.indices),
-    )  # fmt: skip
-
-
-def _nbytes(t: Any) -> int:
-    """Bytes an eager tensor's elements occupy (read from its shape and dtype)."""
-    n = t.dtype.size
-    for d in t.shape:
-        n *= int(d)
-    return int(n)
-
-
 def describe(t: Any) -> TensorInfo:
     """Describe an eager tf.Tensor (always C-contiguous)."""
-    if is_sparse(t):
-        return _describe_sparse(t)
     shape = tuple(int(d) if d is not None else -1 for d in t.shape)
     symbolic = _symbolic(t)
     return TensorInfo(
@@ -106,9 +76,7 @@ def key(t: Any) -> Any:
     """Warm-path key: dtype enum and device string (DType objects hash slowly)."""
     try:
         return (t._datatype_enum(), t.device)
-    except AttributeError:  # a symbolic tensor, or a SparseTensor
-        if is_sparse(t):
-            return ("sparse", t.dtype, t.values.device)
+    except AttributeError:  # a symbolic tensor
         return (t.dtype, None)
 
 
@@ -116,8 +84,6 @@ def data_ptr(t: Any) -> int:
     """Address of the first element (read through a DLPack capsule, CPU or GPU)."""
     import tensorflow as tf
 
-    if is_sparse(t):  # its first value
-        t = t.values
     return capsule_address(tf.experimental.dlpack.to_dlpack(t))
 
 
@@ -201,7 +167,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="tensorflow",
             aliases=("tf",),
-            array_types=("tensorflow.Tensor", "tensorflow.SparseTensor"),
+            array_types=("tensorflow.Tensor",),
             describe=describe,
             key=key,
             data_ptr=data_ptr,
@@ -218,14 +184,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
                 Flag(
                     "symbolic",
                     "a symbolic TensorFlow tensor has no buffer (convert outside tf.function)",
-                ),
-                Flag(
-                    "sparse",
-                    "a tf.SparseTensor has no dense buffer to share: pass densify=True for one "
-                    "dense copy, or convert it to another framework's sparse arrays",
+                    opaque=True,
                 ),
             ),
-            forms=sparse_forms("tensorflow", ("coo",)),
             read_dtype=read_dtype,
         ),
         FrameworkSpec(
@@ -251,8 +212,8 @@ def interop_converters() -> list[ConverterSpec]:
             target="tensorflow",
             load=_load_copy,
             zero_copy=False,
-            # A ragged tensor (of an opaque form) is copied by its own edges.
-            accepts=Needs(no_flags=frozenset({"symbolic", "sparse"})),
+            # A ragged or sparse tensor (of an opaque form) is copied by its own edges.
+            accepts=Needs(no_flags=frozenset()),
             devices=frozenset({"cpu", "cuda"}),
             cost=3.0,
         ),

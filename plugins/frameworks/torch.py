@@ -22,8 +22,6 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..exchange.examples import sparse_forms
-
 #: What torch imports without copying (the spec's ``imports``, checked by the planner on
 #: every zero-copy edge into torch): no negative strides, which torch cannot hold (it aborts
 #: the interpreter on them through DLPack), and no read-only memory: torch cannot mark a
@@ -54,15 +52,10 @@ def torch_dtype(name: str) -> Any:
 
 
 def _flags(t: Any) -> frozenset[str]:
-    import torch
-
     flags = []
     if t.requires_grad:
         flags.append("requires_grad")
-    if t.layout != torch.strided:
-        flags.append("sparse")
-        flags.extend(sparse_flags(t))
-    elif t.is_quantized:
+    if t.is_quantized:
         flags.append("quantized")
     else:
         if t.is_conj():
@@ -70,48 +63,6 @@ def _flags(t: Any) -> frozenset[str]:
         if t.is_neg():
             flags.append("neg")
     return frozenset(flags)
-
-
-def sparse_flags(t: Any) -> tuple[str, ...]:
-    """A sparse COO or CSR tensor's layout flags ("coo"/"csr", "canonical": sorted and
-    unique indices, "int64_indices", "batched", "hybrid": dense trailing dims); none for
-    other layouts, which only densify."""
-    import torch
-
-    if t.layout == torch.sparse_coo:
-        out = ["coo", "int64_indices"] + ["canonical"] * t.is_coalesced()
-    elif t.layout == torch.sparse_csr:
-        out = ["csr", "canonical"]  # torch's CSR invariants: sorted, unique per row
-        out += ["int64_indices"] * (t.crow_indices().dtype == torch.int64)
-        out += ["batched"] * (t.ndim - t.dense_dim() > 2)
-    else:
-        return ()
-    return (*out, *["hybrid"] * (t.dense_dim() > 0))
-
-
-def sparse_buffers(t: Any) -> tuple[Any, ...]:
-    """The tensors a COO or CSR tensor is made of: values first, then its indices."""
-    import torch
-
-    if t.layout == torch.sparse_coo:
-        return (t._values(), t._indices())
-    if t.layout == torch.sparse_csr:
-        return (t.values(), t.crow_indices(), t.col_indices())
-    return ()
-
-
-def _sparse_key(t: Any) -> Any:
-    """Warm-path key of a sparse tensor: everything its flags read."""
-    import torch
-
-    layout = t.layout
-    if layout == torch.sparse_coo:
-        more: tuple[Any, ...] = (t.is_coalesced(),)
-    elif layout == torch.sparse_csr:
-        more = (t.crow_indices().dtype, t.ndim)
-    else:
-        more = ()
-    return (t.dtype, t.device, t.requires_grad, layout, t.dense_dim(), *more)
 
 
 def is_dtensor(t: Any) -> bool:
@@ -150,6 +101,11 @@ _NESTED_STRIDED = (
     "nested_tensor(list(t.unbind()), layout=torch.jagged), or pad it: "
     "torch.nested.to_padded_tensor(t, fill_value)."
 )
+_NO_LAYOUT = (
+    "Cannot convert a torch tensor of layout {layout}: no registered plugin declares it (the "
+    "built-in interop_plugins.exchange.sparse declares the sparse layouts). Call "
+    ".to_dense() for a strided tensor."
+)
 _NO_RAGGED = (
     "Cannot convert a torch jagged tensor: no registered plugin declares ragged arrays of "
     "torch (the built-in interop_plugins.exchange.ragged does). Convert t.values() and "
@@ -170,7 +126,8 @@ def describe(t: Any) -> TensorInfo:
         )
     if t.is_nested:  # a jagged one is a ragged array, which its form describes
         raise ConversionError(_NESTED_STRIDED if t.layout == torch.strided else _NO_RAGGED)
-    dense = t.layout == torch.strided
+    if t.layout != torch.strided:  # a sparse one is of the sparse form, which describes it
+        raise ConversionError(_NO_LAYOUT.format(layout=t.layout))
     shape = tuple(t.shape)
     dtensor = is_dtensor(t)
     return TensorInfo(
@@ -184,20 +141,11 @@ def describe(t: Any) -> TensorInfo:
             ("C" if t.is_contiguous() else "strided")
             if dtensor
             else classify_layout(shape, tuple(t.stride()), 1)
-            if dense
-            else "C"
         ),
         readonly=False,
-        aligned=dtensor or (t.data_ptr() % ALIGNMENT == 0 if dense else _sparse_aligned(t)),
+        aligned=dtensor or t.data_ptr() % ALIGNMENT == 0,
         flags=dtensor_flags(t) if dtensor else _flags(t),
-        stored=-1 if dense else _stored(t),
     )
-
-
-def _stored(t: Any) -> int:
-    """Bytes a COO or CSR tensor's values and indices hold (-1 for other layouts)."""
-    parts = sparse_buffers(t)
-    return sum(p.numel() * p.element_size() for p in parts) if parts else -1
 
 
 # key() and aligned_key() are spelled out separately: they run on every warm call, where a
@@ -205,10 +153,6 @@ def _stored(t: Any) -> int:
 # the CPU and the index on an accelerator: an int hashes and compares faster than a
 # torch.device. The conjugate and negative bits exist only on views (x.conj(), x.imag),
 # so they are read only for views.
-
-
-def _sparse_aligned(t: Any) -> bool:
-    return all(b.data_ptr() % ALIGNMENT == 0 for b in sparse_buffers(t))
 
 
 #: Tensor subclasses keyed their own way, by class name (one dict lookup, nothing imported):
@@ -222,11 +166,9 @@ def key(t: Any) -> Any:
     special = _KEYS.get(type(t).__name__)
     if special is not None:
         return special(t)
-    k: tuple[Any, ...]
-    try:
-        k = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
-    except RuntimeError:  # sparse CSR/BSR tensors have no is_contiguous()
-        return _sparse_key(t)
+    # A sparse CSR/BSR tensor has no is_contiguous(): it raises, as a key must on the
+    # objects of a form (the sparse form keys them).
+    k: tuple[Any, ...] = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
     if k[4]:
         k += (t.is_conj(), t.is_neg())
     return k if k[3] else _strided_key(t, k)
@@ -237,36 +179,24 @@ def aligned_key(t: Any) -> Any:
     special = _ALIGNED_KEYS.get(type(t).__name__)
     if special is not None:
         return special(t)
-    k: tuple[Any, ...]
-    try:
-        k = (
-            t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view(),
-            not t.data_ptr() % ALIGNMENT,
-        )  # fmt: skip
-    except RuntimeError:
-        return (*_sparse_key(t), _sparse_aligned(t))
+    k: tuple[Any, ...] = (
+        t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view(),
+        not t.data_ptr() % ALIGNMENT,
+    )  # fmt: skip
     if k[4]:
         k += (t.is_conj(), t.is_neg())
     return k if k[3] else _strided_key(t, k)
 
 
 def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
-    import torch
-
-    if t.layout != torch.strided:  # sparse COO (is_contiguous() is False): what flags read
-        return (*k, *_sparse_key(t), _sparse_aligned(t))
+    if t.is_sparse:  # COO: not contiguous, its stride() all zeros (no strides of its own)
+        raise TypeError("a sparse COO tensor is keyed by its form, not as a strided tensor")
     return (*k, classify_layout(tuple(t.shape), tuple(t.stride()), 1))
 
 
 def data_ptr(t: Any) -> int:
-    """Address of the first element (a sparse tensor's first stored value)."""
-    try:
-        return int(t.data_ptr())
-    except RuntimeError:  # sparse tensors have no storage of their own: their values do
-        values = sparse_buffers(t)
-        if not values:
-            raise
-        return int(values[0].data_ptr())
+    """Address of the first element."""
+    return int(t.data_ptr())
 
 
 def example(data: Any, dtype: str) -> Any:
@@ -286,11 +216,11 @@ def interop_parse_device(device: Any) -> Device | None:
 
 def astype(t: Any, dtype: str) -> Any:
     """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new contiguous tensor on
-    its device (sparse tensors and DTensors keep their layout; autograd records the cast)."""
+    its device (a DTensor keeps its placements; autograd records the cast)."""
     import torch
 
     target = torch_dtype(dtype)
-    if t.layout != torch.strided or is_dtensor(t):
+    if is_dtensor(t):
         return t.to(target)
     return t.to(target, memory_format=torch.contiguous_format)
 
@@ -381,24 +311,21 @@ _ORDINARY = OrdinaryArrays(
 #: The flags a tensor may carry (``describe``, ``dtensor_flags``) and what a refusal over
 #: one tells the user to do.
 _FLAGS = (
-    Flag("conj", "the tensor has its conjugate bit set (call .resolve_conj())"),
-    Flag("neg", "the tensor has its negative bit set (call .resolve_neg())"),
+    # A conjugate or negative view's memory holds the values before the bit applies, and a
+    # quantized tensor's its integer storage: no edge but torch's copy reads them.
+    Flag("conj", "the tensor has its conjugate bit set (call .resolve_conj())", opaque=True),
+    Flag("neg", "the tensor has its negative bit set (call .resolve_neg())", opaque=True),
     Flag(
-        "sparse",
-        "sparse tensors have no dense buffer to share: pass densify=True for one dense copy "
-        "(or call .to_dense()); COO and CSR convert to other frameworks' sparse arrays",
+        "quantized",
+        "quantized tensors have no plain buffer (call .dequantize() first)",
+        opaque=True,
     ),
-    Flag("batched", "batched sparse CSR tensors convert only within torch (densify=True works)"),
-    Flag(
-        "hybrid",
-        "hybrid sparse tensors (dense_dim() > 0) convert only within torch (densify=True works)",
-    ),
-    Flag("quantized", "quantized tensors have no plain buffer (call .dequantize() first)"),
     Flag("requires_grad", "the tensor requires grad"),
     Flag(
         "sharded",
         "the DTensor is sharded over several devices (gather it onto one device first, "
         "e.g. with .full_tensor())",
+        opaque=True,
     ),
     Flag(
         "partial",
@@ -409,6 +336,7 @@ _FLAGS = (
         "multiprocess",
         "the DTensor spans several processes, so no one process can gather it alone (call "
         ".full_tensor() in every process: it is a collective)",
+        opaque=True,
     ),
 )
 
@@ -435,7 +363,6 @@ def interop_frameworks() -> list[FrameworkSpec]:
             astype=astype,
             imports=IMPORTS,
             flags=_FLAGS,
-            forms=sparse_forms("torch"),
             read_dtype=read_dtype,
             example_view=example_view,
             ordinary=(_ORDINARY,),
@@ -444,7 +371,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
 
 
 #: The copies and moves take any strided tensor but a DTensor (its own edges gather it).
-_DENSE = Needs(no_flags=frozenset({"sparse", "quantized", "sharded"}))
+_DENSE = Needs(no_flags=frozenset())
+#: The copies resolve the conjugate and negative bits (copy_ materialises them).
+_RESOLVES = frozenset({"conj", "neg"})
 
 
 @hookimpl
@@ -458,6 +387,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_copy,
             zero_copy=False,
             accepts=_DENSE,
+            forms=_RESOLVES,
             devices=frozenset({"cpu", "cuda"}),
             keeps_flags=frozenset({"requires_grad"}),
         ),
@@ -468,6 +398,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_to_cuda,
             zero_copy=False,
             accepts=_DENSE,
+            forms=_RESOLVES,
             devices=frozenset({"cpu", "cuda"}),
             to_device="cuda",
             cost=MOVE_COST,
@@ -480,6 +411,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_to_cpu,
             zero_copy=False,
             accepts=_DENSE,
+            forms=_RESOLVES,
             devices=frozenset({"cuda"}),
             to_device="cpu",
             cost=MOVE_COST,

@@ -28,7 +28,6 @@ from typing import Any
 from interop_core.plugin import (
     ALIGNMENT,
     CPU,
-    OPAQUE_FLAGS,
     ConversionError,
     ConverterSpec,
     Flag,
@@ -202,7 +201,7 @@ def interop_converters() -> list[ConverterSpec]:
         ConverterSpec(
             name="DALI Batch buffer as numpy", source=NAME, target="numpy",
             load=lambda: _view, zero_copy=True, cost=0.5,
-            accepts=Needs(no_flags=OPAQUE_FLAGS | {"requires_grad", SCATTERED}),
+            accepts=Needs(no_flags=frozenset({"requires_grad", SCATTERED})),
             note="the array views the Batch's DALI buffer (writes to it reach the Batch)",
             memory_note=True,
         ),
