@@ -125,6 +125,15 @@ def test_each_object_takes_the_route_of_its_form(reg: Any) -> None:
     assert reg.state.detect(half) is not reg.state.detect(dense)  # the form's composed spec
 
 
+def test_a_batch_of_both_takes_the_warm_path(reg: Any) -> None:
+    batch = {"dense": AlphaArr([1.0]), "packed": packed([3.0])}
+    for _ in range(3):
+        out = to(batch, "beta")
+        assert out["dense"].buf is batch["dense"].buf
+        assert list(out["packed"].buf) == [6.0]
+    assert DESCRIBED == {"dense": 1, "packed": 1}  # planned once each, then warm
+
+
 def test_the_dense_edge_never_takes_the_form() -> None:
     # Without the form's plugin, the framework refuses the object it does not describe.
     with (

@@ -56,7 +56,7 @@ def _flagged(
 def keyed_with(base: FrameworkSpec, forms: Iterable[FormSpec]) -> FrameworkSpec:
     """``base`` keyed through its forms told apart per object (``FormSpec.test``), or
     ``base`` itself when it has none. Its key asks the framework's key first (the warm
-    path of its dense arrays pays one frame more, nothing else); the framework's key
+    path calls that alone, and this one when it raises: engine/plancache.py); the framework's key
     raises on a form's object, and the first form whose test takes the object keys it,
     tagged with the form's name so that its keys never equal a dense array's."""
     split = [f for f in forms if f.test is not None and f.framework == base.name]
@@ -85,7 +85,9 @@ def _either(
                     return (name, fkey(x))
             raise
 
-    # Warnings about a key that fails name the framework's function.
+    # The warm path calls the framework's own key, and this one only when it raises
+    # (engine/plancache.py); warnings about a key that fails name the framework's.
+    key.dense = dense  # type: ignore[attr-defined]
     key.__qualname__ = getattr(dense, "__qualname__", "key")
     key.__module__ = getattr(dense, "__module__", __name__)
     return key

@@ -4,9 +4,14 @@ One :class:`PlanCache` belongs to one registry state (a register/unregister star
 empty one). The warm path reads only :attr:`PlanCache.plain` (device=None, copy=None) or
 :attr:`PlanCache.fast` (any other device or copy):
 
-    plain[target as given][type(x)] -> (key function, runners)
-    fast[type(x), target as given, device as given, copy] -> (key function, runners)
+    plain[target as given][type(x)] -> (key function, runners, whole key function)
+    fast[type(x), target as given, device as given, copy] -> (the same)
     runners[key(x)] -> the route's runner
+
+The whole key function is the key function itself but for a framework keyed through its
+forms told apart per object (``engine/forms.keyed_with``): there the first is the
+framework's own key, which raises on the forms' objects, and the whole one is asked then,
+so a dense array's warm path pays nothing for the forms.
 
 The key function reads exactly what the converters' predicates read (rule: the cache is
 faithful): the framework's ``key(x)``, or ``aligned_key(x)`` when the route turns on the
@@ -35,6 +40,8 @@ from .routes import Route
 KeyFn = Callable[[Any], Hashable]
 #: (type(obj), target as given, device as given, copy): the warm path's first lookup.
 FastKey = tuple[Any, ...]
+#: What the warm path looks up: (key function, runners by key, whole key function).
+Entry = tuple[KeyFn, dict[Hashable, Runner], KeyFn]
 #: (start node, target name, goal device): what a route is planned for.
 RouteKey = tuple[PlanKey, str, str]
 
@@ -60,9 +67,9 @@ class PlanCache:
     def __init__(self) -> None:
         #: The warm path for device=None, copy=None: target -> type -> (key function, runners
         #: by key); one-object keys hash faster than a tuple.
-        self.plain: dict[Any, dict[type, tuple[KeyFn, dict[Hashable, Runner]]]] = {}
+        self.plain: dict[Any, dict[type, Entry]] = {}
         #: The warm path for the other requests: FastKey -> (key function, runners by key).
-        self.fast: dict[FastKey, tuple[KeyFn, dict[Hashable, Runner]]] = {}
+        self.fast: dict[FastKey, Entry] = {}
         #: (type, target name, device as asked, copy) -> Slot; shared by fast entries that
         #: name the target differently ("tf", "tensorflow", the module).
         self.slots: dict[tuple[Any, ...], Slot] = {}
@@ -105,7 +112,7 @@ class PlanCache:
             k = slot.keyfn(obj)
             slot.runners[k] = guarded(plan.run, plan.flags) if plan.flags else plan.run
             slot.plans[k] = plan
-            entry = (slot.keyfn, slot.runners)
+            entry = (getattr(slot.keyfn, "dense", slot.keyfn), slot.runners, slot.keyfn)
             if device is None and copy is None:
                 self.types.put(self.plain.setdefault(target_given, {}), typ, typ, entry)
             else:

@@ -33,8 +33,9 @@ from .casting import convert_cast, explain_cast, parse_dtype
 from .containers import MAX_DEPTH, map_leaves, name_path, note_key
 from .detect import Detector, first_claiming
 from .forms import Split
-from .plancache import PlanCache
+from .plancache import Entry, PlanCache
 from .planner import Graph
+from .plans import Runner
 from .router import (
     Asked,
     Request,
@@ -48,6 +49,20 @@ from .router import (
     warm_failure,
 )
 from .routes import RouteTree
+
+
+def _by_whole_key(entry: Entry | None, x: Any) -> Runner:
+    """The runner of a leaf whose entry's first key function raised: by the whole key
+    function, for an object of a form told apart per object; else :class:`_Unplanned`."""
+    if entry is None or entry[2] is entry[0]:
+        raise _Unplanned from None
+    try:
+        run = entry[1].get(entry[2](x))
+    except Exception:
+        raise _Unplanned from None
+    if run is None:
+        raise _Unplanned
+    return run
 
 
 class _Unplanned(Exception):
@@ -179,6 +194,12 @@ class State:
                 run = entry[1].get(keyfn(obj))
             except Exception as exc:  # the framework's key function failed on obj
                 failed, run = exc, None
+                if entry[2] is not keyfn:  # an object of a form told apart per object
+                    keyfn = entry[2]
+                    try:
+                        run, failed = entry[1].get(keyfn(obj)), None
+                    except Exception as again:
+                        failed = again
         if run is None:  # outside the except: the lookup's KeyError is no context of its errors
             result = self._slow(obj, target, device, copy, options, False)
             if failed is not None:  # converted, but slowly each time: say so once
@@ -231,11 +252,12 @@ class State:
         out: Any = {} if is_dict else []
         for k, v in x.items() if is_dict else enumerate(x):
             t = type(v)
+            entry = None
             try:
                 entry = get(t) if get is not None else self.fast.get((t, *asked))
                 run = None if entry is None else entry[1].get(entry[0](v))
             except Exception:  # a key function failed, a hash raised: the slow path says
-                raise _Unplanned from None
+                run = _by_whole_key(entry, v)
             if run is not None:
                 found[0] += 1
                 try:
