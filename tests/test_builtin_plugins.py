@@ -247,3 +247,58 @@ def test_every_plugin_subpackage_is_installed() -> None:
         if "__pycache__" not in init.parts
     }
     assert packages - listed == set()
+
+
+def _imported_plugin_modules(path: Path) -> set[str]:
+    """The interop_plugins modules ``path`` imports anywhere (module level or inside a
+    function), as paths under plugins/ without ``.py`` ("exchange/columns")."""
+    here = path.relative_to(PLUGINS).parent.parts
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:  # relative: from the module's package, up level - 1
+            base = list(here[: len(here) - (node.level - 1)])
+        elif (node.module or "").startswith("interop_plugins"):
+            base = []
+            node = ast.ImportFrom("".join(node.module.split(".", 1)[1:]), node.names, 0)
+        else:
+            continue
+        parts = base + ([*node.module.split(".")] if node.module else [])
+        for alias in node.names:  # "from . import sparse_forms" names a module
+            candidate = "/".join([*parts, alias.name])
+            found.add(candidate if (PLUGINS / f"{candidate}.py").exists() else "/".join(parts))
+    return found
+
+
+def test_framework_plugins_import_only_libraries_of_exchange() -> None:
+    # Forms (sparse, ragged, masked, ...) are plugins of their own: a framework plugin
+    # describes dense arrays and imports no form. Three libraries are shared one way: the
+    # column edges of the table sources, the edges of a tensor file's tensors, and the
+    # check of a scipy matrix's structure.
+    allowed = {"exchange/columns", "exchange/tensor_files", "exchange/sparse_convert"}
+    graph = {
+        str(p.relative_to(PLUGINS).with_suffix("")): _imported_plugin_modules(p)
+        for p in PLUGINS.rglob("*.py")
+    }
+    for module, imports in graph.items():
+        if module.startswith("frameworks/"):
+            outside = {m for m in imports if not m.startswith("frameworks")} - allowed
+            assert not outside, f"{module} imports {sorted(outside)}"
+
+    def reach(module: str) -> set[str]:
+        seen, todo = set(), [module]
+        while todo:
+            m = todo.pop()
+            if m not in seen:
+                seen.add(m)
+                todo += graph.get(m, ())
+        return seen
+
+    # No cycle between the folders: nothing a framework plugin reaches outside its folder
+    # reaches it back.
+    for module in graph:
+        if module.startswith("frameworks/"):
+            for other in reach(module):
+                if not other.startswith("frameworks"):
+                    assert module not in reach(other), f"{module} <-> {other}"

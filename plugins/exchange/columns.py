@@ -25,9 +25,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import mmap
+import numbers
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from interop_core.plugin import (
@@ -43,7 +44,6 @@ from interop_core.plugin import (
 from ..frameworks.jax import host_importer
 from ..frameworks.numpy import aligned_empty
 from .dlpack import spend_readonly_warning
-from .ragged import check_options
 
 #: Flags of a column node: it has nulls; it lies in several chunks; its booleans are bits.
 NULLS = "nulls"
@@ -51,6 +51,33 @@ CHUNKED = "chunked"
 PACKED = "bit_packed"
 #: The options every column edge takes (so a table's call may pass them for all columns).
 OPTIONS = ("nulls", "fill_value")
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """The values given for :data:`OPTIONS` (the ragged edges take them too), checked when
+    the route is found (to() and explain() alike): a value of another type is refused,
+    never read as true or false."""
+    if "nulls" in options and options["nulls"] not in ("fill", "mask", None):
+        raise OptionError(
+            f"nulls={options['nulls']!r} is not one of 'fill' or 'mask': nulls='fill' with "
+            "fill_value= sets each null to that value, nulls='mask' gives (values, mask)."
+        )
+    if "fill_value" in options and not _scalar(options["fill_value"]):
+        raise OptionError(
+            f"fill_value={options['fill_value']!r} is not one number or bool: pass the value "
+            "the padding (ragged='pad') or each null (nulls='fill') becomes, e.g. "
+            "fill_value=0."
+        )
+
+
+def _scalar(value: Any) -> bool:
+    """Whether ``value`` is one number or bool (a Python or numpy scalar, a 0-d array)."""
+    if isinstance(value, (bool, numbers.Number)):
+        return True
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind is not None and kind in "biufc" and getattr(value, "ndim", None) == 0
+
+
 #: The canonical dtypes a column converts as (no strings, dates, decimals, dictionaries).
 DTYPES = frozenset({
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -37,7 +37,6 @@ frameworks.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, NamedTuple
@@ -53,6 +52,9 @@ from interop_core.plugin import (
     PlanKey,
     hookimpl,
 )
+
+from .columns import CHUNKED, PACKED
+from .columns import check_options as check_column_options
 
 
 class RaggedArray(NamedTuple):
@@ -81,10 +83,6 @@ SPLITS_BASE = "splits_base"
 SPLITS_UNALIGNED = "splits_unaligned"
 #: An Arrow list array with null rows, or nulls among its values: no ragged array holds them.
 NULL_ROWS = "null_rows"
-#: The same names as exchange/columns.py's flags (not imported: that module imports jax's
-#: plugin, which imports this one).
-CHUNKED = "chunked"
-PACKED = "bit_packed"
 #: The result of a ragged="pad" request (the goal of such a call).
 PADDED = "padded"
 
@@ -93,18 +91,10 @@ PADDED = "padded"
 OPTIONS = ("ragged", "fill_value", "mask", "nulls")
 
 
-def _scalar(value: Any) -> bool:
-    """Whether ``value`` is one number or bool (a Python or numpy scalar, a 0-d array)."""
-    if isinstance(value, (bool, numbers.Number)):
-        return True
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
-    return kind is not None and kind in "biufc" and getattr(value, "ndim", None) == 0
-
-
 def check_options(options: Mapping[str, Any]) -> None:
-    """The values given for :data:`OPTIONS` (and exchange/columns.py's ``nulls=`` and
-    ``fill_value=``), checked when the route is found (to() and explain() alike): a value
-    of another type is refused, never read as true or false."""
+    """The values given for :data:`OPTIONS` (``nulls=`` and ``fill_value=`` as
+    exchange/columns.py checks them), checked when the route is found (to() and explain()
+    alike): a value of another type is refused, never read as true or false."""
     if "ragged" in options and options["ragged"] not in ("pad", None, False):
         raise OptionError(
             f"ragged={options['ragged']!r} is not 'pad', the one value it takes (a ragged "
@@ -116,17 +106,7 @@ def check_options(options: Mapping[str, Any]) -> None:
             f"mask={options['mask']!r} is not a bool: pass mask=True for a (padded, mask) "
             "pair with ragged='pad', or leave it out."
         )
-    if "nulls" in options and options["nulls"] not in ("fill", "mask", None):
-        raise OptionError(
-            f"nulls={options['nulls']!r} is not one of 'fill' or 'mask': nulls='fill' with "
-            "fill_value= sets each null to that value, nulls='mask' gives (values, mask)."
-        )
-    if "fill_value" in options and not _scalar(options["fill_value"]):
-        raise OptionError(
-            f"fill_value={options['fill_value']!r} is not one number or bool: pass the value "
-            "the padding (ragged='pad') or each null (nulls='fill') becomes, e.g. "
-            "fill_value=0."
-        )
+    check_column_options(options)
 
 
 def _is_bool(value: Any) -> bool:
@@ -386,6 +366,14 @@ def interop_forms() -> list[FormSpec]:
         form(
             "jax", (RAGGED_TYPE,), describe=_convert("jax_describe"), key=_convert("jax_key"),
             data_ptr=_jax_data_ptr,
+        ),
+        # Arrow's list arrays are Arrays, ChunkedArrays and columns of a table: told apart
+        # per object (by type), Arrow's own key raising on them.
+        form(
+            "pyarrow", ("pyarrow.Array", "pyarrow.ChunkedArray"),
+            test=_convert("arrow_is_ragged"), describe=_convert("arrow_describe"),
+            key=_convert("arrow_key"), aligned_key=_convert("arrow_aligned_key"),
+            data_ptr=_convert("arrow_data_ptr"),
         ),
     ]  # fmt: skip
 

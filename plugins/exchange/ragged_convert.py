@@ -26,10 +26,9 @@ from interop_core.plugin import (
 )
 
 from ..frameworks.numpy import aligned_empty
+from .columns import CHUNKED, PACKED
 from .ragged import (
-    CHUNKED,
     NULL_ROWS,
-    PACKED,
     RAGGED,
     SPLITS32,
     SPLITS_BASE,
@@ -40,7 +39,7 @@ from .ragged import (
 _INT32_MAX = 2**31 - 1
 
 
-# -- describing and keying (called by the framework plugins) ----------------------------
+# -- describing and keying (the ragged form's functions) ----------------------------------
 
 
 def _flags(splits32: bool, base: bool = False, unaligned: bool = False,
@@ -523,6 +522,17 @@ def arrow_key(obj: Any) -> Any:
     flags = _flags(is32, bool(base), (buf.address + start) % ALIGNMENT != 0, *more)
     ro = last > base and dtype != "bool" and arrow.readonly(child)
     return (RAGGED, dtype, len(dims), ro, flags)
+
+
+def arrow_is_ragged(obj: Any) -> bool:
+    """Whether an Arrow Array, ChunkedArray or column is a List or LargeList (the ragged
+    form's test: of numbers, it converts; of anything else, describing it says why not)."""
+    return arrow_is_list(_arrow_data(obj).type)
+
+
+def arrow_aligned_key(obj: Any) -> Any:
+    """:func:`arrow_key` plus whether the first value is 64-byte aligned."""
+    return (*arrow_key(obj), arrow_data_ptr(obj) % ALIGNMENT == 0)
 
 
 def arrow_data_ptr(obj: Any) -> int:

@@ -54,8 +54,6 @@ from ..exchange.columns import (
     refuse_columns,
     unsupported,
 )
-from ..exchange.examples import ragged_form
-from ..exchange.ragged import FLAGS as RAGGED_FLAGS
 from .numpy import aligned_empty, numpy_dtype
 
 NAME = "pyarrow"
@@ -111,12 +109,17 @@ def element(typ: Any) -> tuple[str, tuple[int, ...]] | None:
     return found  # type: ignore[return-value]
 
 
-def ragged(typ: Any) -> bool:
-    """Whether an Arrow type is a List or LargeList of values an array holds (converted as
-    a ragged array by exchange/ragged.py)."""
-    from ..exchange.ragged_convert import arrow_is_list
+def is_list(typ: Any) -> bool:
+    """Whether an Arrow type is a List or LargeList (rows of any lengths)."""
+    import pyarrow.types as t
 
-    return arrow_is_list(typ) and element(typ.value_type) is not None
+    return bool(t.is_list(typ) or t.is_large_list(typ))
+
+
+def ragged(typ: Any) -> bool:
+    """Whether an Arrow type is a List or LargeList of values an array holds (a ragged
+    array: a form of Arrow's arrays, which exchange/ragged.py declares)."""
+    return is_list(typ) and element(typ.value_type) is not None
 
 
 def _type_key(typ: Any, found: tuple[str, tuple[int, ...]]) -> Any:
@@ -143,6 +146,11 @@ def why_not(typ: Any) -> tuple[str, str]:
             return "lists of lists", (
                 "only one ragged dimension converts: flatten the inner lists first "
                 "(pyarrow.compute.list_flatten)"
+            )
+        if element(inner) is not None:  # ragged: its form describes it, when declared
+            return "rows of different lengths", (
+                "no registered plugin declares ragged Arrow arrays (the built-in "
+                "interop_plugins.exchange.ragged does); convert col.flatten() and col.offsets"
             )
         return f"lists of {inner}", (
             "convert the values to numbers first (a list of numbers converts as a ragged array)"
@@ -379,10 +387,6 @@ def describe(obj: Any) -> TensorInfo:
         raise ConversionError(
             "An Arrow table converts column by column: to(table, target) gives a dict."
         )
-    if ragged(_type(obj)):  # a list of numbers: a ragged array (exchange/ragged.py)
-        from ..exchange.ragged_convert import arrow_describe
-
-        return arrow_describe(obj)
     dtype, dims = _element_or_refuse(obj, _type(obj))
     chunks = _chunks(obj)
     found = set()
@@ -413,10 +417,8 @@ def key(obj: Any) -> Any:
         return (typ.id, False, False, name != "bool" and _immutable(values))
     found = element(typ)
     if found is None:
-        from ..exchange.ragged_convert import arrow_is_list, arrow_key
-
-        if arrow_is_list(typ) and element(typ.value_type) is not None:  # ragged(typ)
-            return arrow_key(obj)
+        if is_list(typ):  # a list array is of the ragged form, which keys it
+            raise TypeError("an Arrow list array is keyed by its form, not as a column")
         return (typ,)  # nothing converts it: the slow path says why
     chunks = _chunks(obj)
     if len(chunks) != 1:
@@ -448,10 +450,6 @@ def aligned_key(obj: Any) -> Any:
 def data_ptr(obj: Any) -> int:
     """Address of the first element (of the first chunk)."""
     chunks = _chunks(obj)
-    if chunks and element(chunks[0].type) is None:  # a list array: its first value's
-        from ..exchange.ragged_convert import arrow_data_ptr
-
-        return arrow_data_ptr(obj)
     return address(chunks[0]) if chunks else 0
 
 
@@ -693,7 +691,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             snapshot=snapshot, astype=astype, example=example, device_kinds=("cpu",),
             devices=_devices, waypoint=False,  # Arrow is an end: no route between others
             constructor="pyarrow.array(values)",
-            flags=(*flags("combine_chunks()"), *RAGGED_FLAGS), forms=ragged_form(NAME),
+            flags=flags("combine_chunks()"),
         )
     ]  # fmt: skip
 
