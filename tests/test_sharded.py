@@ -107,7 +107,7 @@ def test_warm_path_reuses_the_plan_and_keys_no_sharding() -> None:
     y, values = sharded(P("x", "y"), dtype=np.float32)
     np.testing.assert_array_equal(to(y, "torch").numpy(), values)
     st = default_registry().state
-    keys = [k for by_type in st.plain.values() for _, runners in by_type.values() for k in runners]
+    keys = [k for by_type in st.plain.values() for entry in by_type.values() for k in entry[1]]
 
     def shardings(k: Any) -> list[Any]:
         if isinstance(k, tuple):

@@ -1,8 +1,9 @@
 """Sharded arrays: jax.Arrays over several devices and torch.distributed DTensors.
 
-Both are arrays of their framework carrying the flag "sharded" (with "replicated",
-"multiprocess", and for DTensors "partial"; see the torch and jax plugins' ``describe``),
-which every plain edge refuses. The edges here take them:
+Both are a form of their framework's arrays (:mod:`.sharded_forms` declares how each is
+found, described and keyed) carrying the flag "sharded" (with "replicated",
+"multiprocess", and for DTensors "partial"), which every edge that does not name the form
+refuses. The edges here take them:
 
 - gathering, inside each framework: one copy onto one device (a replicated array shares
   a replica instead), after which every ordinary route applies;
@@ -19,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from interop_core.plugin import ConverterSpec, Needs, hookimpl
+from interop_core.plugin import ConverterSpec, FormSpec, Needs, hookimpl
+
+from . import sharded_forms
 
 #: Refused beside the opaque flags of other forms (the planner keeps those off): grad.
 _OTHER_OPAQUE = frozenset({"requires_grad"})
-#: The opaque flags of sharded arrays (jax's and torch's), which every edge here takes.
-_TAKES = frozenset({"sharded", "multiprocess"})
+#: The form every edge here takes (jax's and torch's sharded arrays).
+_TAKES = frozenset({sharded_forms.SHARDED})
 
 
 _SHARDED = frozenset({"sharded"})
@@ -96,6 +99,12 @@ def _edge(
         name=name, source=source, target=target, load=load, zero_copy=zero_copy,
         accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, forms=_TAKES, **more,
     )  # fmt: skip
+
+
+@hookimpl
+def interop_forms() -> list[FormSpec]:
+    """The sharded form of JAX and torch (see :mod:`.sharded_forms`)."""
+    return sharded_forms.forms()
 
 
 @hookimpl

@@ -84,15 +84,8 @@ def describe(x: Any) -> TensorInfo:
     if _is_tracer(x):
         flags.add("tracer")
         device = Device("cpu")
-    else:
-        sharded = sharded_key(x)
-        if sharded is None:
-            device = as_device(next(iter(x.devices())))
-        else:
-            first, replicated, addressable = sharded
-            flags.add("sharded")
-            flags.update(("replicated",) * replicated + ("multiprocess",) * (not addressable))
-            device = as_device(first)
+    else:  # on one device (one over several is of the sharded form, which describes it)
+        device = as_device(next(iter(x.devices())))
     return TensorInfo(
         framework="jax",
         dtype=str(x.dtype),
@@ -103,17 +96,6 @@ def describe(x: Any) -> TensorInfo:
         aligned=True,
         flags=frozenset(flags),
     )
-
-
-def sharded_key(x: Any) -> tuple[Any, bool, bool] | None:
-    """None for an array on one device; else what routes read of its sharding: the device
-    of its first local shard, whether it is fully replicated, whether this process holds
-    all of it. Never the sharding itself: a plan cache key must not keep a Mesh alive."""
-    sharding = x.sharding
-    if type(sharding).__name__ == "SingleDeviceSharding" or sharding.num_devices == 1:
-        return None
-    first = x.addressable_shards[0].device
-    return (first, bool(x.is_fully_replicated), bool(x.is_fully_addressable))
 
 
 #: 64-bit dtypes, which JAX narrows unless x64 is on (the public importer canonicalises).
@@ -186,7 +168,7 @@ def _aligned_probe(np: Any) -> Any:
 
 def key(x: Any) -> Any:
     """Warm-path key: dtype and device (a SingleDeviceSharding holds only a device and a
-    memory kind), or the structure of a multi-device sharding (:func:`sharded_key`)."""
+    memory kind); it raises on an array over several devices (the sharded form keys it)."""
     try:
         sharding = x.sharding
     except Exception:  # a tracer has no concrete sharding
@@ -200,7 +182,9 @@ def key(x: Any) -> Any:
         except AttributeError:  # a jax without these fields: the public ones
             return (x.dtype, sharding.device_set, sharding.memory_kind)
     # A one-device NamedSharding is keyed by its device, like a SingleDeviceSharding.
-    return (x.dtype, sharded_key(x) or next(iter(sharding.device_set)))
+    if sharding.num_devices != 1:
+        raise TypeError("an array over several devices is keyed by the sharded form")
+    return (x.dtype, next(iter(sharding.device_set)))
 
 
 def data_ptr(x: Any) -> int:
@@ -346,18 +330,6 @@ def read_dtype(value: Any) -> str | None:
 _FLAGS = (
     Flag("tracer", "a traced JAX value has no buffer (convert outside jit/grad/vmap)", opaque=True),
     Flag(
-        "sharded",
-        "the array is sharded over several devices (gather it onto one device first)",
-        opaque=True,
-    ),
-    Flag(
-        "multiprocess",
-        "the array spans several processes, so no one process can gather it (pass mesh= for "
-        "a DTensor, or gather it in every process with "
-        "jax.experimental.multihost_utils.process_allgather)",
-        opaque=True,
-    ),
-    Flag(
         "host_callback",
         "the function calls back into Python on the host (a torch function bridged to JAX "
         "through jax.pure_callback), which cannot be exported or serialized",
@@ -409,7 +381,7 @@ def interop_converters() -> list[ConverterSpec]:
             # A sharded array is copied shard by shard and keeps its sharding (a ragged or
             # sparse one, of an opaque form, by its own edges).
             accepts=Needs(no_flags=frozenset()),
-            forms=frozenset({"sharded", "multiprocess"}),
+            forms=frozenset({"sharded"}),
             keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
             devices=frozenset({"cpu", "cuda"}),
             cost=5.0,

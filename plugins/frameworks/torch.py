@@ -65,36 +65,6 @@ def _flags(t: Any) -> frozenset[str]:
     return frozenset(flags)
 
 
-def is_dtensor(t: Any) -> bool:
-    """Is ``t`` a torch.distributed DTensor (a global tensor of which each rank holds a shard)?"""
-    return type(t).__name__ == "DTensor" and type(t).__module__.startswith("torch.distributed")
-
-
-def dtensor_flags(t: Any) -> frozenset[str]:
-    """A DTensor's flags: "sharded" always (plain edges must not read its wrapper), with
-    "replicated" (every rank holds it all), "partial" (unreduced placements) and
-    "multiprocess" (its mesh spans several ranks)."""
-    placements = t.placements
-    flags = {"sharded"}
-    if all(p.is_replicate() for p in placements):
-        flags.add("replicated")
-    if any(p.is_partial() for p in placements):
-        flags.add("partial")
-    if t.device_mesh.size() > 1:
-        flags.add("multiprocess")
-    if t.requires_grad:
-        flags.add("requires_grad")
-    return frozenset(flags)
-
-
-def _dtensor_key(t: Any) -> Any:
-    # Placements are small frozen dataclasses (no mesh): safe to keep in the plan cache.
-    return (
-        t.dtype, t.device, tuple(t.placements), t.device_mesh.size(), t.requires_grad,
-        t.is_contiguous(),
-    )  # fmt: skip
-
-
 _NESTED_STRIDED = (
     "Cannot convert a torch nested tensor of the strided layout: only jagged ones "
     "(layout=torch.jagged) convert as ragged arrays.\nMake one: torch.nested."
@@ -129,22 +99,15 @@ def describe(t: Any) -> TensorInfo:
     if t.layout != torch.strided:  # a sparse one is of the sparse form, which describes it
         raise ConversionError(_NO_LAYOUT.format(layout=t.layout))
     shape = tuple(t.shape)
-    dtensor = is_dtensor(t)
     return TensorInfo(
         framework="torch",
         dtype=dtype_name(t.dtype),
         device=Device(t.device.type, t.device.index or 0),
         shape=shape,
-        # A DTensor's layout is that of its global strides, as a class (its key reads only
-        # whether it is contiguous).
-        layout=(
-            ("C" if t.is_contiguous() else "strided")
-            if dtensor
-            else classify_layout(shape, tuple(t.stride()), 1)
-        ),
+        layout=classify_layout(shape, tuple(t.stride()), 1),
         readonly=False,
-        aligned=dtensor or t.data_ptr() % ALIGNMENT == 0,
-        flags=dtensor_flags(t) if dtensor else _flags(t),
+        aligned=t.data_ptr() % ALIGNMENT == 0,
+        flags=_flags(t),
     )
 
 
@@ -155,17 +118,8 @@ def describe(t: Any) -> TensorInfo:
 # so they are read only for views.
 
 
-#: Tensor subclasses keyed their own way, by class name (one dict lookup, nothing imported):
-#: DTensors.
-_KEYS = {"DTensor": _dtensor_key}
-_ALIGNED_KEYS = _KEYS
-
-
 def key(t: Any) -> Any:
     """Warm-path key: dtype, device, grad, contiguity, view bits (layout if not contiguous)."""
-    special = _KEYS.get(type(t).__name__)
-    if special is not None:
-        return special(t)
     # A sparse CSR/BSR tensor has no is_contiguous(): it raises, as a key must on the
     # objects of a form (the sparse form keys them).
     k: tuple[Any, ...] = (t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view())
@@ -176,9 +130,6 @@ def key(t: Any) -> Any:
 
 def aligned_key(t: Any) -> Any:
     """key() plus whether the data is 64-byte aligned."""
-    special = _ALIGNED_KEYS.get(type(t).__name__)
-    if special is not None:
-        return special(t)
     k: tuple[Any, ...] = (
         t.dtype, t.get_device(), t.requires_grad, t.is_contiguous(), t._is_view(),
         not t.data_ptr() % ALIGNMENT,
@@ -216,13 +167,10 @@ def interop_parse_device(device: Any) -> Device | None:
 
 def astype(t: Any, dtype: str) -> Any:
     """``t`` cast to canonical ``dtype`` (``to(..., dtype=)``): a new contiguous tensor on
-    its device (a DTensor keeps its placements; autograd records the cast)."""
+    its device (autograd records the cast)."""
     import torch
 
-    target = torch_dtype(dtype)
-    if is_dtensor(t):
-        return t.to(target)
-    return t.to(target, memory_format=torch.contiguous_format)
+    return t.to(torch_dtype(dtype), memory_format=torch.contiguous_format)
 
 
 def _devices() -> list[str]:
@@ -308,7 +256,7 @@ _ORDINARY = OrdinaryArrays(
 )
 
 
-#: The flags a tensor may carry (``describe``, ``dtensor_flags``) and what a refusal over
+#: The flags a tensor may carry (``describe``) and what a refusal over
 #: one tells the user to do.
 _FLAGS = (
     # A conjugate or negative view's memory holds the values before the bit applies, and a
@@ -321,23 +269,6 @@ _FLAGS = (
         opaque=True,
     ),
     Flag("requires_grad", "the tensor requires grad"),
-    Flag(
-        "sharded",
-        "the DTensor is sharded over several devices (gather it onto one device first, "
-        "e.g. with .full_tensor())",
-        opaque=True,
-    ),
-    Flag(
-        "partial",
-        "the DTensor holds unreduced partial values (a Partial placement); reduce them first "
-        "with dtensor.redistribute(placements=[Replicate()] * mesh.ndim)",
-    ),
-    Flag(
-        "multiprocess",
-        "the DTensor spans several processes, so no one process can gather it alone (call "
-        ".full_tensor() in every process: it is a collective)",
-        opaque=True,
-    ),
 )
 
 
