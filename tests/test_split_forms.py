@@ -171,3 +171,33 @@ def test_torch_sparse_tensors_are_the_sparse_form() -> None:
     with pytest.raises(NoRouteError, match="densify=True"):
         to(coo, "numpy")
     assert to(coo, "numpy", densify=True).tolist() == dense.tolist()
+
+
+def test_the_kit_catches_a_framework_key_that_keys_the_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    need("torch")
+    need("scipy")
+    import interop_plugins.frameworks.torch as torch_plugin
+
+    from interop_core.testing import check_framework
+
+    others = ["scipy", "numpy"]
+    done = check_framework("torch", others=others, dtypes=["float32"])
+    assert "sparse coo float32: flags described, values read back, key stable and shared" in done
+
+    # torch's key giving a sparse COO tensor a strided tensor's key (its stride() is all
+    # zeros: a broadcast layout) would let the warm path run a dense plan for it.
+    original = torch_plugin._strided_key
+
+    def strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (*k, "broadcast") if t.is_sparse else original(t, k)
+
+    monkeypatch.setattr(torch_plugin, "_strided_key", strided_key)
+    with (
+        isolated_registry(builtins=True),
+        pytest.raises(
+            AssertionError, match=r"torch's key gives .* form 'sparse coo' told apart per object"
+        ),
+    ):
+        check_framework("torch", others=others, dtypes=["float32"])

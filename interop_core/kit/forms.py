@@ -216,6 +216,20 @@ class FormChecks:
         expected = _parts(form, case.data)
         if tuple(info.shape) != _shape(expected[0]):
             self.fail(f"describe({label}).shape is {info.shape}, not {_shape(expected[0])}")
+        # A form told apart per object shares its framework's type: the framework's own key
+        # must raise on it, or the warm path would run the framework's plans for it.
+        dense = getattr(owner.key, "dense", None)
+        if dense is not None:
+            try:
+                own = dense(x)
+            except Exception:
+                pass
+            else:
+                self.fail(
+                    f"{spec.name}'s key gives {own!r} for {label}, an object of its form "
+                    f"{form.name!r} told apart per object: the framework's key must raise on "
+                    "the form's objects (the form keys them)"
+                )
         ptr = self.kit.call(f"data_ptr({label})", lambda: owner.data_ptr(x))
         if not isinstance(ptr, int):
             self.fail(f"data_ptr({label}) is {ptr!r}, not an int")
