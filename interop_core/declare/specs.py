@@ -351,9 +351,10 @@ class FormSpec:
     astype: Callable[[Any, str], Any] | None = None
     #: For a form whose objects are of the framework's own types (torch's sparse layouts
     #: are torch.Tensors): which objects of ``types`` are of the form. Asked when an object
-    #: is described (never on the warm path). The framework's ``key`` must then raise on
-    #: the form's objects (it keys only what it describes): the core keys them with the
-    #: form's key, tagged with its name, and nothing else. None: every object of ``types``.
+    #: is described, and on the warm path only when the framework's ``key`` raises, as it
+    #: must on the form's objects (it keys only what it describes): the core then keys
+    #: them with the form's ``key`` (required), tagged with the form's name. None: every
+    #: object of ``types`` is of the form.
     test: Callable[[Any], bool] | None = None
     #: Examples for the conformance kit (:class:`Form`, with the form's flags): the kit
     #: checks them with the framework's (``FrameworkSpec.forms``).

@@ -55,10 +55,11 @@ def _flagged(
 
 def keyed_with(base: FrameworkSpec, forms: Iterable[FormSpec]) -> FrameworkSpec:
     """``base`` keyed through its forms told apart per object (``FormSpec.test``), or
-    ``base`` itself when it has none. Its key asks the framework's key first (the warm
-    path calls that alone, and this one when it raises: engine/plancache.py); the framework's key
-    raises on a form's object, and the first form whose test takes the object keys it,
-    tagged with the form's name so that its keys never equal a dense array's."""
+    ``base`` itself when it has none. Its key asks the framework's key first (the warm path
+    calls that one alone, and this one only when it raises: engine/plancache.py); the
+    framework's key raises on a form's object, and the first form whose test takes the
+    object keys it, tagged with the form's name so that its keys never equal a dense
+    array's."""
     split = [f for f in forms if f.test is not None and f.framework == base.name]
     if not split:
         return base
