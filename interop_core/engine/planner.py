@@ -230,15 +230,20 @@ class Graph:
         target's switches and import rules. When both refuse, the reason told is the one a
         single ``Needs`` checks first (a rule's on a tie); a variant mismatch of the edge
         comes first (another edge of the pair takes such keys), and a dtype it refuses
-        leaves the switches unread. An edge that does not name an opaque form is kept
-        off the form's flags first."""
+        leaves the switches unread. An opaque flag the edge does not take (it names neither
+        the flag nor its form) counts as a flag its own ``Needs`` refuses, in the same order."""
+        own = edge.accepts(key)
         refused = key.flags & self.opaque
         if refused:
             refused -= self.taken.get(id(edge), frozenset())
             if refused:
                 flag = min(refused)
-                return Reason(f"the array has flag {flag!r}", FLAG, flag)
-        own = edge.accepts(key)
+                if (
+                    own is None
+                    or _rank(own) > _ORDER[FLAG]
+                    or (_rank(own) == _ORDER[FLAG] and getattr(own, "subject", "") > flag)
+                ):
+                    own = Reason(f"the array has flag {flag!r}", FLAG, flag)
         rules = self.rules.get(id(edge))
         if rules is None or (own is not None and _rank(own) < _ORDER[GLOBAL_FLAG]):
             return own

@@ -87,8 +87,9 @@ def _dtensor_key(t: Any) -> Any:
 def _dtensor_describe(t: Any) -> TensorInfo:
     """A DTensor by its global shape and local device; its layout is that of its global
     strides, as a class (its key reads only whether it is contiguous)."""
-    from ..frameworks.torch import dtype_name
+    from ..frameworks.torch import dtype_name, refuse_meta
 
+    refuse_meta(t)
     return TensorInfo(
         framework="torch", dtype=dtype_name(t.dtype),
         device=Device(t.device.type, t.device.index or 0), shape=tuple(t.shape),

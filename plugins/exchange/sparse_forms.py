@@ -104,8 +104,9 @@ def _torch_aligned_key(t: Any) -> Any:
 
 
 def _torch_describe(t: Any) -> TensorInfo:
-    from ..frameworks.torch import dtype_name
+    from ..frameworks.torch import dtype_name, refuse_meta
 
+    refuse_meta(t)
     parts = torch_buffers(t)
     flags = {SPARSE, *torch_layout_flags(t)} | ({"requires_grad"} if t.requires_grad else set())
     return TensorInfo(

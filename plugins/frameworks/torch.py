@@ -83,17 +83,23 @@ _NO_RAGGED = (
 )
 
 
-def describe(t: Any) -> TensorInfo:
-    """Describe a tensor without copying it (a DTensor by its global shape and local device)."""
-    import torch
-
-    if t.is_meta:  # no route can help: say so before any planning
+def refuse_meta(t: Any) -> None:
+    """A tensor on the meta device (of any form) has no data: no route can help, so say so
+    before any planning."""
+    if t.is_meta:
         raise NotAnArrayError(
             "Cannot convert a torch meta tensor (device='meta'): it has no data.\n"
             f"It holds only a shape {tuple(t.shape)} and a dtype {dtype_name(t.dtype)}: create "
             "it on a real device (device='cpu' or 'cuda'), or build the target's array from "
             "its shape and dtype."
         )
+
+
+def describe(t: Any) -> TensorInfo:
+    """Describe a strided tensor without copying it."""
+    import torch
+
+    refuse_meta(t)
     if t.is_nested:  # a jagged one is a ragged array, which its form describes
         raise ConversionError(_NESTED_STRIDED if t.layout == torch.strided else _NO_RAGGED)
     if t.layout != torch.strided:  # a sparse one is of the sparse form, which describes it
