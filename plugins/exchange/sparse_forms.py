@@ -28,8 +28,8 @@ SPARSE = "sparse"
 _DENSIFY = (("densify", True),)
 
 
-def _flags(framework: str, advice: str, *more: Flag) -> tuple[Flag, ...]:
-    """The sparse flag (opaque, with ``framework``'s advice) and the layout flags."""
+def _flags(advice: str, *more: Flag) -> tuple[Flag, ...]:
+    """The sparse flag (opaque, with its framework's ``advice``) and the layout flags."""
     return (
         Flag(SPARSE, advice, opaque=True),
         Flag("coo", "a COO array converts only by the sparse edges"),
@@ -301,7 +301,6 @@ def forms() -> list[FormSpec]:
             types=("torch.Tensor",),
             test=torch_is_sparse,
             flags=_flags(
-                "torch",
                 "sparse tensors have no dense buffer to share: pass densify=True for one "
                 "dense copy (or call .to_dense()); COO and CSR convert to other frameworks' "
                 "sparse arrays",
@@ -321,7 +320,6 @@ def forms() -> list[FormSpec]:
             framework="jax",
             types=("jax.experimental.sparse.BCOO", "jax.experimental.sparse.BCSR"),
             flags=_flags(
-                "jax",
                 "a BCOO/BCSR has no dense buffer to share: pass densify=True for one dense "
                 "copy, or convert it to another framework's sparse arrays (torch, "
                 "tensorflow, scipy)",
@@ -341,7 +339,6 @@ def forms() -> list[FormSpec]:
             framework="tensorflow",
             types=("tensorflow.SparseTensor",),
             flags=_flags(
-                "tensorflow",
                 "a tf.SparseTensor has no dense buffer to share: pass densify=True for one "
                 "dense copy, or convert it to another framework's sparse arrays",
             ),
@@ -355,7 +352,6 @@ def forms() -> list[FormSpec]:
             framework="scipy",
             types=("scipy.sparse.sparray", "scipy.sparse.spmatrix"),
             flags=_flags(
-                "scipy",
                 "a sparse array has no dense buffer to share: pass densify=True for one "
                 "dense copy, or convert it to a framework with sparse arrays (torch, jax, "
                 "tensorflow, scipy)",
