@@ -57,7 +57,7 @@ def frameworks(device: str) -> list[str]:
 
 def gpus(name: str) -> int:
     """CUDA GPUs framework ``name`` sees, as its plugin's ``devices()`` lists them."""
-    devices = default_registry().state.frameworks[name].devices
+    devices = default_registry().state.frameworks[name].devices.visible
     return sum(d.startswith("cuda:") for d in devices()) if devices else 0
 
 

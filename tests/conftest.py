@@ -52,7 +52,7 @@ def frameworks(*, builtin: bool = False) -> tuple[str, ...]:
         for name, spec in default_registry().state.frameworks.items()
         if spec.target
         and spec.example is not None
-        and (not spec.device_kinds or "cpu" in spec.device_kinds)
+        and (not spec.devices.kinds or "cpu" in spec.devices.kinds)
         and (not builtin or spec.plugin in builtin_plugins())
     )
 
@@ -65,7 +65,7 @@ def _module(name: str) -> str:
     from interop_core import default_registry
 
     spec = default_registry().state.frameworks[name]
-    return spec.module or spec.import_name
+    return spec.import_name
 
 
 def required() -> set[str]:
@@ -98,7 +98,7 @@ def gpu_count(name: str) -> int:
         return 0
     from interop_core import default_registry
 
-    devices = default_registry().state.frameworks[name].devices
+    devices = default_registry().state.frameworks[name].devices.visible
     return sum(d.startswith("cuda:") for d in devices()) if devices else 0
 
 

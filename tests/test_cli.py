@@ -20,6 +20,7 @@ import pytest
 from conftest import available, frameworks
 
 from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
+from interop_core.plugin import Package
 
 #: The built-in frameworks whose rows and columns the doctor's matrix has, from the registry.
 BUILTINS = frameworks(builtin=True)
@@ -604,7 +605,7 @@ class _Ghost:
                 data_ptr=unused,
                 example=unused,
                 dtypes=frozenset({"float32"}),
-                install_hint="pip install ghost",
+                package=Package(install_hint="pip install ghost"),
             )
         ]
 

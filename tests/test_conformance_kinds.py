@@ -1,6 +1,6 @@
 """The conformance kit on what is not a dense array of a target: pandas Series (1-d),
 safetensors files (opened by a snapshot), scipy.sparse, and the sparse and ragged forms the
-frameworks declare (``FrameworkSpec.forms``); and the flagged checks failing, naming the
+frameworks declare (``FrameworkSpec.diagnostics.forms``); and the flagged checks failing, naming the
 rule, on a toy plugin broken on purpose."""
 
 from __future__ import annotations
@@ -12,7 +12,15 @@ import pytest
 from conftest import need
 
 from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
-from interop_core.plugin import ALIGNMENT, CPU, Form, PluginWarning, TensorInfo
+from interop_core.plugin import (
+    ALIGNMENT,
+    CPU,
+    Diagnostics,
+    Form,
+    Package,
+    PluginWarning,
+    TensorInfo,
+)
 from interop_core.testing import ConformanceError, check_framework
 
 
@@ -108,11 +116,16 @@ class ToyPlugin:
                       buffers=form.buffers, dtypes=form.dtypes)  # fmt: skip
         return [
             FrameworkSpec(
-                name="toy", array_types=(f"{__name__}.ToySparse",), describe=self.describe,
-                key=self.key, aligned_key=lambda t: (*self.key(t), self.describe(t).aligned),
-                data_ptr=lambda t: int(t.values.ctypes.data), module=__name__,
-                dtypes=frozenset({"float32"}), forms=(form, marked),
-            )
+name="toy",
+array_types=(f"{__name__}.ToySparse",),
+describe=self.describe,
+key=self.key,
+aligned_key=lambda t: (*self.key(t), self.describe(t).aligned),
+data_ptr=lambda t: int(t.values.ctypes.data),
+dtypes=frozenset({"float32"}),
+package=Package(module=__name__),
+diagnostics=Diagnostics(forms=(form, marked)),
+)
         ]  # fmt: skip
 
     @staticmethod

@@ -29,6 +29,7 @@ from interop_core import (
     hookimpl,
     to,
 )
+from interop_core.plugin import Devices, Package
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_toydevices"
@@ -60,7 +61,7 @@ class ToyDevicePlugin:
                 key=lambda x: x.device,
                 data_ptr=id,
                 dtypes=frozenset({"float32"}),
-                module=MODULE,
+                package=Package(module=MODULE),
             )
         ]
 
@@ -133,7 +134,7 @@ class KnowsXpu(ToyDevicePlugin):
     @hookimpl
     def interop_frameworks(self) -> list[FrameworkSpec]:
         toydev = super().interop_frameworks()[0]
-        return [replace(toydev, device_kinds=("cpu", "cuda", "xpu"))]
+        return [replace(toydev, devices=Devices(kinds=("cpu", "cuda", "xpu")))]
 
 
 def test_no_plugin_moves_to_a_kind_no_edge_reaches(toy: ToyDevicePlugin) -> None:
@@ -185,8 +186,8 @@ class HostOnlyMoves(ToyDevicePlugin):
     def interop_frameworks(self) -> list[FrameworkSpec]:
         toydev = super().interop_frameworks()[0]
         host = replace(toydev, name="toyhost", array_types=(f"{MODULE}.ToyHostArray",),
-                       device_kinds=("cpu",))  # fmt: skip
-        return [replace(toydev, devices=lambda: ["cpu", "cuda:0", "cuda:1"]), host]
+                       devices=Devices(kinds=("cpu",)))  # fmt: skip
+        return [replace(toydev, devices=Devices(visible=lambda: ["cpu", "cuda:0", "cuda:1"])), host]
 
     @hookimpl
     def interop_converters(self) -> list[ConverterSpec]:

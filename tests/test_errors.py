@@ -42,6 +42,7 @@ from interop_core import (
 )
 from interop_core.declare.errors import PluginWarning
 from interop_core.declare.specs import CPU
+from interop_core.plugin import Package
 from interop_core.testing import isolated_registry
 
 # -- the hierarchy ------------------------------------------------------------------------
@@ -109,8 +110,7 @@ class GhostPlugin:
                 data_ptr=lambda x: 0,
                 example=lambda data, dtype: None,
                 dtypes=frozenset({"float32"}),
-                distribution="ghostfw",
-                install_hint="pip install ghostfw-runtime",
+                package=Package(distribution="ghostfw", install_hint="pip install ghostfw-runtime"),
             )
         ]
 
@@ -409,7 +409,7 @@ def box_spec(name: str, path: str) -> FrameworkSpec:
         data_ptr=id,
         example=lambda data, dtype: None,
         dtypes=frozenset({"float32"}),
-        module=path.partition(".")[0],
+        package=Package(module=path.partition(".")[0]),
     )
 
 
@@ -670,7 +670,9 @@ def test_array_type_that_does_not_exist_is_reported_at_registration(np: Any) -> 
     class Typo:
         @hookimpl
         def interop_frameworks(self) -> list[FrameworkSpec]:
-            return [replace(box_spec("typo", "numpy.NDArray_typo"), module="numpy")]
+            return [
+                replace(box_spec("typo", "numpy.NDArray_typo"), package=Package(module="numpy"))
+            ]
 
     with isolated_registry() as reg, pytest.raises(PluginError) as info:
         reg.register(Typo(), name="typo-plugin")

@@ -28,6 +28,7 @@ from interop_core import (
 )
 from interop_core.declare.errors import PluginWarning
 from interop_core.declare.specs import CPU
+from interop_core.plugin import Package
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_failboxes"
@@ -54,7 +55,7 @@ def spec(name: str, cls: str) -> FrameworkSpec:
         key=lambda x: "box",
         data_ptr=id,
         dtypes=frozenset({"float32"}),
-        module=MODULE,
+        package=Package(module=MODULE),
     )
 
 

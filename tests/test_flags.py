@@ -26,6 +26,7 @@ from interop_core import (
 )
 from interop_core.declare.predicates import GlobalFlag, Needs
 from interop_core.declare.specs import CPU
+from interop_core.plugin import Package
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_flagboxes"
@@ -54,11 +55,14 @@ class FlagPlugin:
     def interop_frameworks(self) -> list[FrameworkSpec]:
         def spec(name: str, cls: str) -> FrameworkSpec:
             return FrameworkSpec(
-                name=name, array_types=(f"{MODULE}.{cls}",),
-                describe=lambda x: TensorInfo(name, x.dtype, CPU, (1,), "C", False, True),
-                key=lambda x: x.dtype, data_ptr=id,
-                dtypes=frozenset({"float32", "float64"}), module=MODULE,
-            )  # fmt: skip
+name=name,
+array_types=(f"{MODULE}.{cls}",),
+describe=lambda x: TensorInfo(name, x.dtype, CPU, (1,), "C", False, True),
+key=lambda x: x.dtype,
+data_ptr=id,
+dtypes=frozenset({"float32", "float64"}),
+package=Package(module=MODULE),
+)  # fmt: skip
 
         return [spec("fsrc", "Src"), spec("fdst", "Dst")]
 

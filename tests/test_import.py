@@ -30,7 +30,7 @@ def framework_modules() -> tuple[str, ...]:
     reg = default_registry()
     found = set(BUILTIN_MODULES)
     for spec in reg.state.frameworks.values():
-        module = spec.module or spec.import_name
+        module = spec.import_name
         plugin = getattr(reg.pm.get_plugin(spec.plugin), "__name__", "")
         if module and module.partition(".")[0] != plugin.partition(".")[0]:
             found.add(module)

@@ -3,7 +3,7 @@
 JAX and TensorFlow import only C-contiguous, 64-byte aligned memory (TF's kernels abort the
 interpreter on other memory, JAX copies it on a worker thread); JAX narrows 64-bit dtypes
 without x64; torch aborts on negative strides and cannot mark a result read-only. Each
-framework says so in its spec (``FrameworkSpec.imports``, ``switches``), so a third party's
+framework says so in its spec (``FrameworkSpec.rules.imports``, ``switches``), so a third party's
 edge written with the default ``Needs()`` is refused where those rules are broken, and the
 route copies instead. Conversions that would crash or hang without the rules run in a child
 process.
@@ -35,7 +35,9 @@ from interop_core.plugin import (
     ConverterSpec,
     Flag,
     FrameworkSpec,
+    ImportRules,
     Needs,
+    Package,
     PlanKey,
     hookimpl,
 )
@@ -308,11 +310,16 @@ class BoxPlugin:
 
         return [
             FrameworkSpec(
-                name="box", array_types=(f"{BOX_MODULE}.Box",), describe=describe_box,
-                key=lambda b: (b.a.dtype, b.sticky), data_ptr=lambda b: b.a.ctypes.data,
-                dtypes=frozenset({"float32", "float64"}), module=BOX_MODULE,
-                imports=self.rule, flags=(Flag("sticky", STICKY),),
-            )
+name="box",
+array_types=(f"{BOX_MODULE}.Box",),
+describe=describe_box,
+key=lambda b: (b.a.dtype, b.sticky),
+data_ptr=lambda b: b.a.ctypes.data,
+dtypes=frozenset({"float32", "float64"}),
+flags=(Flag("sticky", STICKY),),
+package=Package(module=BOX_MODULE),
+rules=ImportRules(imports=self.rule),
+)
         ]  # fmt: skip
 
     @hookimpl

@@ -627,7 +627,7 @@ def test_doctor_report_lists_dropped_plugins() -> None:
 
 
 def test_doctor_report_measures_a_framework_without_a_distribution() -> None:
-    # FrameworkSpec.distribution is optional (default ""); the doctor must still run.
+    # FrameworkSpec.package.distribution is optional (default ""); the doctor must still run.
     reg = Registry(builtins=False, entry_points=False)
     reg.register(module_plugin("alpha_plugin", [ALPHA]), name="alpha-plugin")
     report = doctor_report(reg)

@@ -18,6 +18,7 @@ import pytest
 from conftest import available, frameworks, need
 
 from interop_core import ConverterSpec, FrameworkSpec, Registry, default_registry, hookimpl
+from interop_core.plugin import Devices, Package
 from interop_core.testing import (
     ConformanceError,
     check_framework,
@@ -208,8 +209,8 @@ class ToyPlugin:
                 data_ptr=self.data_ptr,
                 example=self.example,
                 dtypes=frozenset({"float32", "float64"}),
-                devices=lambda: ["cpu"],
-                module=__name__,
+                package=Package(module=__name__),
+                devices=Devices(visible=lambda: ["cpu"]),
             )
         ]
 

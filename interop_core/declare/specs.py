@@ -14,6 +14,8 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
 
+from .errors import PluginError
+
 if TYPE_CHECKING:  # predicates builds on this module
     from .predicates import GlobalFlag
 
@@ -342,7 +344,7 @@ class FormSpec:
     #: form carries them all.
     flags: tuple[Flag, ...]
     #: Its own description (which sets the flags of each object), key, aligned key, data
-    #: address and cast (``to(..., dtype=)``: see ``FrameworkSpec.astype``); None: the
+    #: address and cast (``to(..., dtype=)``: see ``FrameworkSpec.casting.astype``); None: the
     #: framework's, applied to the object, with the form's flags added to the description.
     describe: Callable[[Any], TensorInfo] | None = None
     key: Callable[[Any], Hashable] | None = None
@@ -357,7 +359,7 @@ class FormSpec:
     #: object of ``types`` is of the form.
     test: Callable[[Any], bool] | None = None
     #: Examples for the conformance kit (:class:`Form`, with the form's flags): the kit
-    #: checks them with the framework's (``FrameworkSpec.forms``).
+    #: checks them with the framework's (``FrameworkSpec.diagnostics.forms``).
     examples: tuple[Form, ...] = ()
     plugin: str = field(default="", compare=False)
 
@@ -397,14 +399,161 @@ class Allocator:
 
 
 @dataclass(frozen=True)
+class Package:
+    """How a framework is installed and found: for install hints, the doctor and detection
+    (a framework is installed when its import name can be imported)."""
+
+    #: Import name whose presence means "installed" (default: the first array type's).
+    module: str = ""
+    #: Distribution name for version lookup and the install hint.
+    distribution: str = ""
+    #: What to run to install it (default ``pip install <distribution or name>``).
+    install_hint: str = ""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, str, ("module", "distribution", "install_hint"))
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Detection by structure, for array protocols: the spec owns objects of any type for
+    which ``claims`` is true. Such specs are asked only when no ``array_types`` match, in
+    registration order; the answer is cached per type."""
+
+    #: True when the spec owns ``obj``; None: detection by ``array_types`` only.
+    claims: Callable[[Any], bool] | None = None
+    #: What it looks for ("__dlpack__ with __dlpack_device__"), for messages.
+    protocol: str = ""
+
+    def __post_init__(self) -> None:
+        _check_callables(self, ("claims",))
+        _check_fields(self, str, ("protocol",))
+
+
+@dataclass(frozen=True)
+class ImportRules:
+    """What memory must be for the framework to take it, checked by the planner on every
+    array edge into it from another framework, beside the edge's own ``accepts``: an edge
+    written without the rules cannot hand the framework memory that crashes it."""
+
+    #: A predicate like ``ConverterSpec.accepts``, usually a ``Needs`` (declare
+    #: ``no_flags=frozenset()``: flags are each edge's business), checked on zero-copy edges
+    #: (JAX and TensorFlow: C-contiguous and 64-byte aligned; torch: no negative strides,
+    #: not read-only). None: whatever an edge accepts.
+    imports: Callable[[PlanKey], str | None] | None = None
+    #: Process-wide switches that must be on for some dtypes on every edge into it, copying
+    #: or not (JAX's ``jax_enable_x64``; see ``GlobalFlag``). Routes of other dtypes never
+    #: read them.
+    switches: tuple[GlobalFlag, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_callables(self, ("imports",))
+        _check_fields(self, tuple, ("switches",))
+
+
+@dataclass(frozen=True)
+class Devices:
+    """Where a framework's arrays live and how its host memory may be allocated."""
+
+    #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it. The
+    #: router asks once per registry build, and only for devices other than "cpu" (cpu:0).
+    visible: Callable[[], list[str]] | None = None
+    #: Device kinds its arrays can live on, the default first: with ``device=None`` an array
+    #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:
+    #: "cpu"; a numpy array to CuPy: "cuda:0"). Empty: the array keeps its device.
+    kinds: tuple[str, ...] = ()
+    #: How a user makes more devices visible to it, for errors about a device no framework
+    #: sees ("" for nothing to say).
+    advice: str = ""
+    #: An opt-in allocator of 64-byte aligned memory for the arrays it allocates
+    #: (:func:`interop_core.aligned_memory`); None: the framework has none.
+    allocator: Allocator | None = None
+
+    def __post_init__(self) -> None:
+        _check_callables(self, ("visible",))
+        _check_fields(self, tuple, ("kinds",))
+        _check_fields(self, str, ("advice",))
+        if self.allocator is not None and not isinstance(self.allocator, Allocator):
+            raise PluginError(f"Devices.allocator is an Allocator, not {self.allocator!r}")
+
+
+@dataclass(frozen=True)
+class Casting:
+    """What ``to(..., dtype=)`` needs of a framework; only that option reads it."""
+
+    #: ``astype(x, dtype)``: a copy of ``x`` cast to canonical ``dtype`` (one of the spec's
+    #: ``dtypes``), C-contiguous, writable and 64-byte aligned, on ``x``'s device; raises
+    #: when the framework cannot make it. None: no casts here.
+    astype: Callable[[Any, str], Any] | None = None
+    #: The canonical dtype name for one of its dtype objects (``torch.int32``, a
+    #: ``numpy.dtype``) or a dtype name written with its module ("torch.int32", lower-case,
+    #: stripped); None for anything else. Every framework's is asked; it must import
+    #: nothing (a dtype object means its module is imported already).
+    read_dtype: Callable[[Any], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        _check_callables(self, ("astype", "read_dtype"))
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """What the doctor, the conformance kit, ``explain`` and error messages use beside the
+    spec's ``example``; routing never reads it."""
+
+    #: How users build an array of this framework from Python values (advice in errors).
+    constructor: str = ""
+    #: ``example_view(x, layout, shape)``: the framework's own view of its example ``x`` for
+    #: a ``--layout`` the generic operations cannot make ("broadcast" to ``shape`` without the
+    #: Array API's ``broadcast_to``; "readonly"), or None to use them (``explain``).
+    example_view: Callable[[Any, str, tuple[int, ...]], Any] | None = None
+    #: Arrays made the way user code makes them, which the doctor measures beside the
+    #: example (see :class:`OrdinaryArrays`).
+    ordinary: tuple[OrdinaryArrays, ...] = ()
+    #: Examples the conformance kit builds besides ``example`` (see :class:`Form`): flagged
+    #: forms (sparse, ragged), 1-d arrays, files.
+    forms: tuple[Form, ...] = ()
+
+    def __post_init__(self) -> None:
+        _check_fields(self, str, ("constructor",))
+        _check_callables(self, ("example_view",))
+        _check_fields(self, tuple, ("ordinary", "forms"))
+
+
+#: The role records of a FrameworkSpec, by field: each is validated on its own.
+_ROLES = {
+    "package": Package, "detection": Detection, "rules": ImportRules,
+    "devices": Devices, "casting": Casting, "diagnostics": Diagnostics,
+}  # fmt: skip
+
+
+def _check_fields(record: Any, kind: type, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(record, name)
+        if not isinstance(value, kind):
+            raise PluginError(f"{type(record).__name__}.{name} is a {kind.__name__}, not {value!r}")
+
+
+def _check_callables(record: Any, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(record, name)
+        if value is not None and not callable(value):
+            raise PluginError(
+                f"{type(record).__name__}.{name} is a function or None, not {value!r}"
+            )
+
+
+@dataclass(frozen=True)
 class FrameworkSpec:
     """A framework (or an array protocol) a plugin teaches the core about.
 
+    The fields every framework gives describe its dense arrays (detection by type,
+    description, keys); the optional parts of a framework are records by role, each
+    validated on its own, so an author reads only the ones they need: :class:`Package`
+    (installation), :class:`Detection` (array protocols), :class:`ImportRules`,
+    :class:`Devices`, :class:`Casting` and :class:`Diagnostics`.
+
     Detection looks only in ``sys.modules``: ``array_types`` are dotted paths resolved
     from already-imported modules, so the core never imports a framework to find out.
-    A spec with ``claims`` instead owns objects of any type that pass that check (an
-    array protocol such as ``__dlpack__``); those are consulted only when no
-    ``array_types`` match, in registration order.
     """
 
     name: str
@@ -423,88 +572,53 @@ class FrameworkSpec:
     #: conformance kit); None for source-only protocols.
     example: Callable[[Any, str], Any] | None = None
     aliases: tuple[str, ...] = ()
-    #: Distribution name for version lookup and the install hint.
-    distribution: str = ""
-    install_hint: str = ""
     #: ``key`` plus whether the data is 64-byte aligned; None when arrays always are. Used
     #: only for requests whose route depends on alignment (reading it costs ~0.1-1 µs).
     aligned_key: Callable[[Any], Hashable] | None = None
-    #: Devices visible to the framework, as strings ("cpu", "cuda:0"); imports it. The
-    #: router asks once per registry build, and only for devices other than "cpu" (cpu:0).
-    devices: Callable[[], list[str]] | None = None
-    #: How a user makes more devices visible to it, for errors about a device no framework
-    #: sees ("" for nothing to say).
-    device_advice: str = ""
-    #: Device kinds its arrays can live on, the default first: with ``device=None`` an array
-    #: from a kind not listed lands on the first kind's device 0 (a CUDA tensor to numpy:
-    #: "cpu"; a numpy array to CuPy: "cuda:0"). Empty: the array keeps its device.
-    device_kinds: tuple[str, ...] = ()
-    #: Import name whose presence means "installed" (defaults to the first array type's).
-    module: str = ""
-    #: Whether ``to()`` may target it (False for source-only protocols and wrappers).
-    target: bool = True
-    #: Structural detection (array protocols): True when the spec owns ``obj``; the answer
-    #: is cached per type. ``protocol`` names what it looks for, for messages.
-    claims: Callable[[Any], bool] | None = None
-    protocol: str = ""
-    #: How users build an array of this framework from Python values (advice in errors).
-    constructor: str = ""
     #: For producers that may answer differently each time they are asked (the array
     #: protocols): asks ``obj`` once and returns a stable object holding that answer
     #: (returning it unchanged when it is one already). The router describes, keys and
     #: converts the snapshot, never ``obj`` again, so what was described is exactly what is
     #: converted; the warm path keys by the snapshot's type.
     snapshot: Callable[[Any], Any] | None = None
-    plugin: str = field(default="", compare=False)
-    #: ``astype(x, dtype)``: a copy of ``x`` cast to canonical ``dtype`` (one of ``dtypes``),
-    #: C-contiguous, writable and 64-byte aligned, on ``x``'s device; raises when the
-    #: framework cannot make it. Only ``to(..., dtype=)`` calls it; None: no casts here.
-    astype: Callable[[Any, str], Any] | None = None
     #: The flags its objects may carry, with their advice (see :class:`Flag`).
     flags: tuple[Flag, ...] = ()
-    #: Its import rules: what memory must be for this framework to take it without copying
-    #: (JAX and TensorFlow: C-contiguous and 64-byte aligned; torch: no negative strides,
-    #: not read-only). A predicate like ``ConverterSpec.accepts``, usually a ``Needs``
-    #: (declare ``no_flags=frozenset()``: flags are each edge's business). The planner
-    #: checks it on every zero-copy array edge into this framework from another one, beside
-    #: the edge's own ``accepts``, so an edge written without the rules cannot hand the
-    #: framework memory that crashes it. None: whatever an edge accepts.
-    imports: Callable[[PlanKey], str | None] | None = None
-    #: Process-wide switches that must be on for some dtypes on every array edge into this
-    #: framework from another one, copying or not (JAX's ``jax_enable_x64``; see
-    #: ``GlobalFlag``). Routes of other dtypes never read them.
-    switches: tuple[GlobalFlag, ...] = ()
-    #: The canonical dtype name for one of its dtype objects (``torch.int32``, a
-    #: ``numpy.dtype``) or a dtype name written with its module ("torch.int32", lower-case,
-    #: stripped); None for anything else. ``to(..., dtype=)`` asks every framework's; it must
-    #: import nothing (a dtype object means its module is imported already).
-    read_dtype: Callable[[Any], str | None] | None = None
-    #: ``example_view(x, layout, shape)``: the framework's own view of its example ``x`` for
-    #: a ``--layout`` the generic operations cannot make ("broadcast" to ``shape`` without the
-    #: Array API's ``broadcast_to``; "readonly"), or None to use them (``explain``).
-    example_view: Callable[[Any, str, tuple[int, ...]], Any] | None = None
-    #: Arrays made the way user code makes them, which the doctor measures beside the
-    #: example (see :class:`OrdinaryArrays`).
-    ordinary: tuple[OrdinaryArrays, ...] = ()
-    #: An opt-in allocator of 64-byte aligned memory for the arrays this framework
-    #: allocates (:func:`interop_core.aligned_memory`); None: the framework has none.
-    allocator: Allocator | None = None
-    #: Examples the conformance kit builds besides ``example`` (see :class:`Form`): flagged
-    #: forms (sparse, ragged), 1-d arrays, files.
-    forms: tuple[Form, ...] = ()
+    #: Whether ``to()`` may target it (False for source-only protocols and wrappers).
+    target: bool = True
     #: Whether a route between two other frameworks may pass through it. False for an end,
     #: not a way (Arrow: a route through it would tie with the direct ones, and its refusals
     #: would crowd their errors): the planner then takes edges into it only for requests
     #: that start or end there.
     waypoint: bool = True
+    package: Package = Package()
+    detection: Detection = Detection()
+    rules: ImportRules = ImportRules()
+    devices: Devices = Devices()
+    casting: Casting = Casting()
+    diagnostics: Diagnostics = Diagnostics()
+    plugin: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        for name, role in _ROLES.items():
+            value = getattr(self, name)
+            if not isinstance(value, role):
+                raise PluginError(
+                    f"FrameworkSpec {self.name!r}: {name}= takes a {role.__name__} record "
+                    f"({name}={role.__name__}(...)), not {value!r}"
+                )
 
     @property
     def import_name(self) -> str:
         """The top-level module that must be in sys.modules before detection looks ("" for
         protocols, which need no module)."""
-        if self.module or not self.array_types:
-            return self.module
+        if self.package.module or not self.array_types:
+            return self.package.module
         return self.array_types[0].partition(".")[0]
+
+    @property
+    def install_hint(self) -> str:
+        """What to run to install it, for messages."""
+        return self.package.install_hint or f"pip install {self.package.distribution or self.name}"
 
 
 @dataclass(frozen=True)
@@ -734,7 +848,7 @@ class ConverterSpec:
     #: reason. Called on every conversion through the edge: keep it cheap.
     inspects: Callable[[Any], str | None] | None = None
     #: The converter itself makes what it hands the target meet the target's import rules
-    #: (``FrameworkSpec.imports``): one that splits a DTensor into blocks and copies those
+    #: (``FrameworkSpec.rules.imports``): one that splits a DTensor into blocks and copies those
     #: that are not aligned, say. The planner then skips those rules for this edge (never
     #: the target's ``switches``); its own ``accepts`` must refuse what it cannot handle.
     imports_checked: bool = False

@@ -35,7 +35,8 @@ _AMBIGUOUS = {
     "float": "'float32' or 'float64'", "int": "'int32' or 'int64'",
     "complex": "'complex64' or 'complex128'", "uint": "'uint32' or 'uint64'",
 }  # fmt: skip
-#: Reads a framework's dtype objects and module-qualified names (``FrameworkSpec.read_dtype``).
+#: Reads a framework's dtype objects and module-qualified names
+#: (``FrameworkSpec.casting.read_dtype``).
 DtypeReader = Callable[[Any], str | None]
 
 
@@ -66,7 +67,7 @@ def parse_dtype(value: Any, frameworks: Iterable[FrameworkSpec] = ()) -> Cast:
     registered spec; without them only canonical names are understood."""
     if isinstance(value, Cast):
         return value
-    readers = [s.read_dtype for s in frameworks if s.read_dtype is not None]
+    readers = [s.casting.read_dtype for s in frameworks if s.casting.read_dtype is not None]
     if isinstance(value, Mapping):
         mapping: dict[str, str] = {}
         for key, to in value.items():
@@ -84,7 +85,7 @@ def parse_dtype(value: Any, frameworks: Iterable[FrameworkSpec] = ()) -> Cast:
 
 def dtype_name(value: Any, where: str = "dtype=", readers: Iterable[DtypeReader] = ()) -> str:
     """The canonical name (``specs.DTYPES``) of a dtype name or of a framework's dtype
-    object, which one of ``readers`` (``FrameworkSpec.read_dtype``) knows."""
+    object, which one of ``readers`` (``FrameworkSpec.casting.read_dtype``) knows."""
     if isinstance(value, type) and value in (int, float, complex):
         raise OptionError(
             f"{where} {value.__name__} names no width: pass "
@@ -146,10 +147,10 @@ class CastStep(NamedTuple):
 
     def run(self, obj: Any) -> Any:
         """Cast ``obj``; a framework's failure is a ConversionError saying what was asked."""
-        assert self.spec.astype is not None, "plan_cast picks only frameworks that cast"
+        assert self.spec.casting.astype is not None, "plan_cast picks only frameworks that cast"
         what = f"{self.spec.name} could not cast {self.source} to {self.target}"
         with framework_failures(f"{what} (dtype=, plugin {self.spec.plugin!r})"):
-            return self.spec.astype(obj, self.target)
+            return self.spec.casting.astype(obj, self.target)
 
 
 def plan_cast(
@@ -181,9 +182,9 @@ def plan_cast(
             f"dtype= asks for {wanted}; pick one {target.name} holds: "
             f"{', '.join(d for d in DTYPES if d in target.dtypes)}.",
         )
-    if source.astype is not None and wanted in source.dtypes:
+    if source.casting.astype is not None and wanted in source.dtypes:
         step = CastStep(source, info.dtype, wanted, True)
-    elif target.astype is not None:
+    elif target.casting.astype is not None:
         step = CastStep(target, info.dtype, wanted, False)
     else:
         raise NoRouteError(
@@ -194,11 +195,11 @@ def plan_cast(
                     target.plugin,
                     f"{source.name}->{target.name}",
                     f"neither {source.name} nor {target.name} can cast arrays "
-                    "(no FrameworkSpec.astype)",
+                    "(no FrameworkSpec.casting.astype)",
                 )
             ],
             "Cast it yourself, or convert it first to a framework that can cast (its "
-            "plugin declares FrameworkSpec.astype) and pass dtype= then.",
+            "plugin declares FrameworkSpec.casting.astype) and pass dtype= then.",
         )
     if copy is False:
         where = step.spec.name

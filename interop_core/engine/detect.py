@@ -208,7 +208,7 @@ class Detector:
         #: The plugins' ``interop_detect`` hook, asked first (None: no plugin implements it).
         self.hook = hook
         self.specs = tuple(s for s in specs if s.array_types)
-        self.protocols = tuple(s for s in specs if s.claims is not None)
+        self.protocols = tuple(s for s in specs if s.detection.claims is not None)
         self.kinds = tuple(kinds)
         # Structural checks of kinds owned by a framework come before the catch-alls (any
         # callable, any iterator), so a DALI pipeline_def is not taken for a plain function.
@@ -344,8 +344,9 @@ def first_claiming(specs: Iterable[Claiming], obj: object) -> Claiming | None:
     """The first of ``specs`` whose ``claims`` check accepts ``obj``; a check that raises
     counts as a no (a structural check must never break detection)."""
     for spec in specs:
+        claims = spec.detection.claims if isinstance(spec, FrameworkSpec) else spec.claims
         try:
-            if spec.claims(obj):  # type: ignore[misc]
+            if claims(obj):  # type: ignore[misc]
                 return spec
         except Exception:
             continue

@@ -34,12 +34,12 @@ def compose(base: FrameworkSpec, form: FormSpec) -> FrameworkSpec:
         base,
         array_types=form.types,
         # Looked for only once the framework is imported, as its own types are.
-        module=base.import_name,
+        package=replace(base.package, module=base.import_name),
         describe=describe,
         key=key,
         aligned_key=aligned_key,
         data_ptr=form.data_ptr or base.data_ptr,
-        astype=form.astype or base.astype,
+        casting=replace(base.casting, astype=form.astype or base.casting.astype),
     )
 
 

@@ -151,9 +151,9 @@ class Search:
 class Rules(NamedTuple):
     """What an edge must meet besides its own ``accepts``: what its target declares."""
 
-    #: The target's import rules (``FrameworkSpec.imports``); None for an edge that copies.
+    #: The target's import rules (``FrameworkSpec.rules.imports``); None for an edge that copies.
     imports: Predicate | None
-    #: The target's global switches (``FrameworkSpec.switches``).
+    #: The target's global switches (``FrameworkSpec.rules.switches``).
     switches: tuple[GlobalFlag, ...]
 
 
@@ -421,10 +421,10 @@ def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | No
     if edge.source == edge.target:
         return None
     shares = edge.zero_copy and not edge.imports_checked
-    imports = target.imports if shares else None
-    if imports is None and not target.switches:
+    imports = target.rules.imports if shares else None
+    if imports is None and not target.rules.switches:
         return None
-    return Rules(imports, target.switches)
+    return Rules(imports, target.rules.switches)
 
 
 def _flags_refuse(edge: ConverterSpec, key: PlanKey) -> bool:

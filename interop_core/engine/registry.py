@@ -271,7 +271,8 @@ class Registry:
             forms[form.framework, form.name] = form
             if form.examples:  # the kit checks them with the framework's own
                 spec = frameworks[form.framework]
-                frameworks[form.framework] = replace(spec, forms=spec.forms + form.examples)
+                kit = replace(spec.diagnostics, forms=spec.diagnostics.forms + form.examples)
+                frameworks[form.framework] = replace(spec, diagnostics=kit)
         return forms
 
     def _validate_edges(

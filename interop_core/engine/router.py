@@ -176,7 +176,7 @@ def home(target: FrameworkSpec, here: Device, source: str = "") -> Device:
     stays, unless ``target`` cannot hold arrays on that kind of device (numpy and a GPU):
     then its default kind. A host device's index is its framework's own (JAX's cpu:3 is
     nothing to torch), so an array crossing to another framework lands on its "cpu"."""
-    kinds = target.device_kinds
+    kinds = target.devices.kinds
     if kinds and here.kind not in kinds:
         return Device(kinds[0])
     return CPU if here.kind == "cpu" and here.index and target.name != source else here
@@ -189,9 +189,9 @@ def visible_devices(st: State, name: str) -> tuple[str, ...] | None:
         return st.visible[name]
     spec = st.frameworks.get(name)
     found = None
-    if spec is not None and spec.devices is not None and st.installed.get(name, False):
+    if spec is not None and spec.devices.visible is not None and st.installed.get(name, False):
         try:
-            found = tuple(spec.devices())
+            found = tuple(spec.devices.visible())
         except Exception:  # a framework that fails to start: let its converters say why
             found = None
     st.visible[name] = found
@@ -281,8 +281,8 @@ def _check_device(st: State, req: Request, goal: str) -> None:
         if listed and not any(goal in seen for seen in listed.values()):
             lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
             advice = " ".join(
-                f"({st.frameworks[n].device_advice})"
-                for n in listed if st.frameworks[n].device_advice
+                f"({st.frameworks[n].devices.advice})"
+                for n in listed if st.frameworks[n].devices.advice
             )  # fmt: skip
             raise DeviceError(
                 f"device={goal!r}: no framework here has such a device.\nThe devices each "
@@ -456,7 +456,7 @@ def _loader(st: State) -> Callable[[ConverterSpec], Any]:
             if owner is None:
                 missing = exc.name or edge.target
                 raise FrameworkNotInstalledError(missing, f"pip install {top or missing}") from exc
-            hint = owner.install_hint or f"pip install {owner.distribution or owner.name}"
+            hint = owner.install_hint
             raise FrameworkNotInstalledError(owner.name, hint) from exc
         except Exception as exc:
             raise ConversionError(

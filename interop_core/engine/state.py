@@ -401,13 +401,12 @@ class State:
             raise UnknownFrameworkError(
                 target,
                 self._targets(),
-                f"{spec.name!r} is a source {'protocol' if spec.protocol else 'only'}, not a "
-                "framework to convert to.",
+                f"{spec.name!r} is a source "
+                f"{'protocol' if spec.detection.protocol else 'only'}, not a framework to "
+                "convert to.",
             )
         if not self.installed.get(spec.name, False):
-            raise FrameworkNotInstalledError(
-                spec.name, spec.install_hint or f"pip install {spec.distribution or spec.name}"
-            )
+            raise FrameworkNotInstalledError(spec.name, spec.install_hint)
         return spec
 
     def _targets(self) -> list[str]:
@@ -461,7 +460,7 @@ class State:
                 if parsed.kind in ("cpu", "cuda"):
                     return parsed
                 # "banana:0" is spelled like a device: a kind no plugin knows is still none.
-                kinds = {k for s in self.frameworks.values() for k in s.device_kinds}
+                kinds = {k for s in self.frameworks.values() for k in s.devices.kinds}
                 kinds.update(k for e in self.declared for k in (*e.devices, e.to_device or "cpu"))
                 if parsed.kind in kinds:
                     return parsed
@@ -611,10 +610,12 @@ class State:
         """Why ``obj`` converts nothing, and what to do instead."""
         kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
         frameworks = ", ".join(n for n, s in self.frameworks.items() if s.array_types)
-        protocols = ", ".join(s.protocol for s in self.detect.protocols if s.protocol)
+        protocols = ", ".join(
+            s.detection.protocol for s in self.detect.protocols if s.detection.protocol
+        )
         make = (
-            f"{target.constructor}(...)"
-            if target.constructor
+            f"{target.diagnostics.constructor}(...)"
+            if target.diagnostics.constructor
             else f"{target.name}'s array constructor"
         )
         if isinstance(obj, (dict, list, tuple)):

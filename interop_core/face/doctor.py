@@ -105,9 +105,9 @@ def native_stderr_silenced() -> Iterator[None]:
 
 def _version(spec: FrameworkSpec) -> str:
     """The installed version of the framework's distribution (or its -cpu build), or "?"."""
-    if not spec.distribution:
+    if not spec.package.distribution:
         return "?"
-    for dist in (spec.distribution, f"{spec.distribution}-cpu"):
+    for dist in (spec.package.distribution, f"{spec.package.distribution}-cpu"):
         try:
             return metadata.version(dist)
         except (metadata.PackageNotFoundError, ValueError):
@@ -213,7 +213,7 @@ def measure_rows(
     reg: Registry, sources: list[FrameworkSpec], targets: list[FrameworkSpec]
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], dict[str, str]]:
     """The matrix: a row per source's example, and rows of arrays made as user code makes
-    them (``FrameworkSpec.ordinary``; one named after its framework takes that framework's
+    them (``FrameworkSpec.diagnostics.ordinary``; one named after its framework takes that framework's
     row, and the example moves to "<name>, 64-byte aligned"). Also what each row measured,
     and the row of each source's example."""
     installed = {s.name for s in sources}
@@ -228,7 +228,7 @@ def measure_rows(
         example_rows[s.name] = label
 
     for s in sources:
-        own = [r for r in s.ordinary if set(r.needs) <= installed]
+        own = [r for r in s.diagnostics.ordinary if set(r.needs) <= installed]
         if not any(r.label == s.name for r in own):
             example_row(s, s.name, f"a 2x3 array {s.name} allocated (its example())")
         for row in sorted(own, key=lambda r: r.label != s.name):  # the framework's own first
@@ -299,7 +299,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     """Frameworks, plugins, devices and the live route matrix of this machine.
 
     The matrix has a row per framework's example and rows of arrays made the way user
-    code makes them (``FrameworkSpec.ordinary``: numpy's own allocations, which JAX and
+    code makes them (``FrameworkSpec.diagnostics.ordinary``: numpy's own allocations, which JAX and
     TensorFlow copy when they are not 64-byte aligned); ``rows`` says what each row
     measured. Frameworks are imported and measured with ``reg`` as the default registry,
     their native stderr silenced, and without their DeprecationWarnings.
@@ -312,15 +312,16 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         for spec in st.frameworks.values():
             row: dict[str, Any] = {"name": spec.name, "plugin": spec.plugin}
             if not spec.target:
-                row["source_only"] = spec.protocol or spec.name
+                row["source_only"] = spec.detection.protocol or spec.name
             if reg.state.installed.get(spec.name, False):
                 row["version"] = _version(spec)
                 try:
-                    row["devices"] = spec.devices() if spec.devices else []
+                    visible = spec.devices.visible
+                    row["devices"] = visible() if visible is not None else []
                 except Exception as exc:  # a framework that fails to import is reported
                     row["error"] = f"{type(exc).__name__}: {exc}"
                 else:  # one that finds no device (CuPy without a GPU) has nothing to measure
-                    if row["devices"] or spec.devices is None:
+                    if row["devices"] or visible is None:
                         installed.append(spec)
             else:
                 row["install"] = spec.install_hint
@@ -332,7 +333,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
         aligned_only = {
             s.name: alignment_bound(s, targets, matrix[example_rows[s.name]]) for s in sources
         }
-        ordinary = {row.label: row for s in sources for row in s.ordinary}
+        ordinary = {row.label: row for s in sources for row in s.diagnostics.ordinary}
     plugins = [
         {"name": name, "distribution": reg.pm.distribution_of(name) or "registered at run time"}
         for name, _ in reg.pm.list_name_plugin()

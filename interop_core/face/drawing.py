@@ -153,7 +153,7 @@ def to_dot(reg: Registry, include_all: bool = False) -> str:
             tip = f"{spec.name} [{spec.plugin}]: a source only (to() cannot target it)"
             attrs = [f"tooltip={_dot_quote(tip)}", 'style="filled"', "shape=ellipse"]
         if not reg.state.installed.get(spec.name, False):
-            hint = spec.install_hint or f"pip install {spec.distribution or spec.name}"
+            hint = spec.install_hint
             attrs = [
                 f"tooltip={_dot_quote(f'{spec.name} [{spec.plugin}]: not installed ({hint})')}",
                 'style="rounded,dashed"',

@@ -71,7 +71,8 @@ def example_values(shape: Sequence[int], dtype: str) -> Any:
 
 def _own_view(spec: FrameworkSpec, x: Any, layout: str, shape: tuple[int, ...]) -> Any:
     """The framework's own view of ``x`` for ``layout`` (``example_view``), or None."""
-    return None if spec.example_view is None else spec.example_view(x, layout, shape)
+    view = spec.diagnostics.example_view
+    return None if view is None else view(x, layout, shape)
 
 
 def _broadcast(spec: FrameworkSpec, x: Any, shape: tuple[int, ...]) -> Any:

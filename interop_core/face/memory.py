@@ -2,7 +2,7 @@
 
 JAX and TensorFlow import a host buffer without copying only when it starts on a 64-byte
 boundary, and a framework's default allocator may rarely give one. A framework plugin that
-can make its allocations aligned declares it (``FrameworkSpec.allocator``); these switch
+can make its allocations aligned declares it (``FrameworkSpec.devices.allocator``); these switch
 every installed one. Allocators keep the switch in a context variable: it applies to the
 current thread and to what inherits its context (asyncio tasks created afterwards,
 ``contextvars.copy_context().run``), not to threads started with ``threading.Thread`` or a
@@ -25,16 +25,16 @@ def _allocators() -> list[AlignedAllocator]:
 
     st = default_registry().state
     found = [
-        spec.allocator.load()
+        spec.devices.allocator.load()
         for spec in st.frameworks.values()
-        if spec.allocator is not None and st.installed.get(spec.name, False)
+        if spec.devices.allocator is not None and st.installed.get(spec.name, False)
     ]
     if not found:
-        declared = [s.name for s in st.frameworks.values() if s.allocator is not None]
+        declared = [s.name for s in st.frameworks.values() if s.devices.allocator is not None]
         why = (
             f"the frameworks whose plugins declare one ({', '.join(declared)}) are not installed"
             if declared
-            else "no installed plugin declares one (FrameworkSpec.allocator)"
+            else "no installed plugin declares one (FrameworkSpec.devices.allocator)"
         )
         raise PluginError(
             f"Cannot switch to 64-byte aligned allocations: {why}.\nInstall the framework "

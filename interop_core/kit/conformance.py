@@ -195,18 +195,16 @@ class _Kit:
         self.spec: FrameworkSpec = st.frameworks[canonical]
         self.name = self.spec.name
         if not reg.state.installed.get(self.spec.name, False):
-            raise FrameworkNotInstalledError(
-                self.spec.name, self.spec.install_hint or f"pip install {self.spec.name}"
-            )
-        plain = [f for f in self.spec.forms if not f.flags]
+            raise FrameworkNotInstalledError(self.spec.name, self.spec.install_hint)
+        plain = [f for f in self.spec.diagnostics.forms if not f.flags]
         #: Builds the dense examples: example(), else the first Form without flags.
         self.build = self.spec.example or (plain[0].build if plain else None)
         self.shapes = plain[0].shapes if self.spec.example is None and plain else _SHAPES
-        if self.build is None and not self.spec.forms:
+        if self.build is None and not self.spec.diagnostics.forms:
             self.fail(
                 "the spec has no example(): the kit (and the doctor's route matrix) build "
                 "arrays with it; only source-only protocols may leave it None (declare a "
-                "Form in FrameworkSpec.forms for the kit)"
+                "Form in FrameworkSpec.diagnostics.forms for the kit)"
             )
         self.asked = None if dtypes is None else list(dtypes)
         held = [d for d in DTYPES if d in self.spec.dtypes]
@@ -223,7 +221,7 @@ class _Kit:
                 for s in st.frameworks.values()
                 if s.name != self.name and s.target and s.example is not None
                 and reg.state.installed.get(s.name, False)
-                and (not s.device_kinds or "cpu" in s.device_kinds)
+                and (not s.devices.kinds or "cpu" in s.devices.kinds)
             ]  # fmt: skip
         else:
             self.others = [reg.resolve(o) for o in others]
@@ -391,8 +389,8 @@ class _Kit:
                 if found is not spec:
                     self.fail(f"{alias!r} resolves to {found.name!r}")
         self.devices: list[str] | None = None
-        if spec.devices is not None:
-            devices = self.call("devices()", spec.devices)
+        if spec.devices.visible is not None:
+            devices = self.call("devices()", spec.devices.visible)
             for d in devices:
                 parsed = self.call(f"Device.parse({d!r})", functools.partial(Device.parse, d))
                 if str(parsed) != d:

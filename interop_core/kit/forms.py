@@ -106,7 +106,7 @@ def _shape(nested: Any) -> tuple[int, ...]:
 def form_of(spec: FrameworkSpec, flags: frozenset[str]) -> Form | None:
     """The flagged form of ``spec`` whose flags an object with ``flags`` carries (the one
     naming the most, when several do)."""
-    found = [f for f in spec.forms if f.flags and f.flags <= flags]
+    found = [f for f in spec.diagnostics.forms if f.flags and f.flags <= flags]
     return max(found, key=lambda f: len(f.flags)) if found else None
 
 
@@ -142,14 +142,14 @@ class FormChecks:
                 s
                 for s in st.frameworks.values()
                 if s.name != self.spec.name and s.target and st.installed.get(s.name, False)
-                and (not s.device_kinds or "cpu" in s.device_kinds)
+                and (not s.devices.kinds or "cpu" in s.devices.kinds)
             ]  # fmt: skip
 
     def fail(self, message: str, cause: BaseException | None = None) -> NoReturn:
         self.kit.fail(message, cause)
 
     def run(self) -> None:
-        for form in self.spec.forms:
+        for form in self.spec.diagnostics.forms:
             if not form.flags:
                 continue
             dtypes = [d for d in form.dtypes if d in self.spec.dtypes]
@@ -278,7 +278,7 @@ class FormChecks:
         if form is None:
             self.fail(
                 f"{label} has flags {sorted(info.flags)}, but {other.name} declares no Form "
-                "with them (FrameworkSpec.forms): the kit cannot read it back"
+                "with them (FrameworkSpec.diagnostics.forms): the kit cannot read it back"
             )
         if form.rows != case.form.rows:
             self.fail(f"{label} is a {form.name!r}, which does not hold {case.form.name!r}")

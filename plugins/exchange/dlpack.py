@@ -5,7 +5,7 @@ Each row uses the fastest zero-copy call the pair has (measured on this stack):
 capsules; numpy's bfloat16/float8 cross as same-size unsigned views. What each consumer
 imports safely (JAX and TF: compact, 64-byte aligned buffers; JAX: 64-bit dtypes only with
 x64; torch: no negative strides, on which it aborts the interpreter through DLPack) its
-framework declares once (``FrameworkSpec.imports``, ``switches``) and the planner checks
+framework declares once (``FrameworkSpec.rules.imports``, ``switches``) and the planner checks
 on every row.
 """
 
@@ -367,7 +367,7 @@ def _jax_from_cupy() -> Any:
 
 # -- the table --------------------------------------------------------------------------
 
-# What each consumer imports without copying is its framework's to say (FrameworkSpec.imports
+# What each consumer imports without copying is its framework's to say (FrameworkSpec.rules.imports
 # and .switches: TF and JAX only C-contiguous, 64-byte aligned buffers, JAX 64-bit dtypes only
 # with x64, torch no negative strides and no read-only memory, CuPy only its dtypes); the
 # planner checks those on every row. A row says only what is its own: its dtype variants,

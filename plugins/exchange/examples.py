@@ -1,5 +1,5 @@
 """Examples of ragged arrays for the conformance kit (``FormSpec.examples``,
-``FrameworkSpec.forms``): how each framework builds one from nested Python values, and
+``FrameworkSpec.diagnostics.forms``): how each framework builds one from nested Python values, and
 reads it back as arrays the kit can read itself; and :func:`dense`, each framework's own
 dense example (the sparse examples of :mod:`.sparse_forms` start from it too).
 

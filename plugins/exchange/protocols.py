@@ -46,7 +46,9 @@ from interop_core.plugin import (
     DTYPES,
     ITEMSIZE,
     VARIANT,
+    Casting,
     ConverterSpec,
+    Detection,
     Device,
     DLPackInfo,
     Flag,
@@ -809,31 +811,35 @@ def interop_frameworks() -> list[FrameworkSpec]:
     return [
         FrameworkSpec(
             name="dlpack", array_types=(), describe=describe_dlpack, key=dlpack_key,
-            snapshot=snapshot_dlpack, data_ptr=dlpack_ptr, claims=_speaks_dlpack,
-            protocol="__dlpack__ with __dlpack_device__", **_SOURCE,
+            snapshot=snapshot_dlpack, data_ptr=dlpack_ptr, **_SOURCE,
+            detection=Detection(_speaks_dlpack, "__dlpack__ with __dlpack_device__"),
         ),
         FrameworkSpec(
             name="cuda_array_interface", array_types=(), describe=describe_cai, key=cai_key,
-            snapshot=snapshot_cai, data_ptr=cai_ptr, claims=_speaks_cai,
-            protocol="__cuda_array_interface__", flags=(_MASKED,), **_SOURCE,
+            snapshot=snapshot_cai, data_ptr=cai_ptr, flags=(_MASKED,), **_SOURCE,
+            detection=Detection(_speaks_cai, "__cuda_array_interface__"),
         ),
         FrameworkSpec(
             name="array_interface", array_types=(), describe=describe_array_interface,
             key=array_interface_key, snapshot=snapshot_array_interface,
-            data_ptr=array_interface_ptr, claims=_speaks_array_interface,
-            protocol="__array_interface__", astype=_astype_interface, flags=(_MASKED,),
-            **_THROUGH_NUMPY,
+            data_ptr=array_interface_ptr, flags=(_MASKED,), **_THROUGH_NUMPY,
+            detection=Detection(_speaks_array_interface, "__array_interface__"),
+            casting=Casting(astype=_astype_interface),
         ),
         FrameworkSpec(
             name="buffer", array_types=(), describe=describe_buffer, key=buffer_key,
-            snapshot=snapshot_buffer, data_ptr=buffer_ptr, claims=_speaks_buffer,
-            protocol="the buffer protocol (not bytes or str: wrap those in memoryview())",
-            astype=_astype_buffer, **_THROUGH_NUMPY,
+            snapshot=snapshot_buffer, data_ptr=buffer_ptr, **_THROUGH_NUMPY,
+            detection=Detection(
+                _speaks_buffer,
+                "the buffer protocol (not bytes or str: wrap those in memoryview())",
+            ),
+            casting=Casting(astype=_astype_buffer),
         ),
         FrameworkSpec(
             name="array_like", array_types=(), describe=describe_array_like,
             key=array_like_key, snapshot=snapshot_array_like, data_ptr=array_like_ptr,
-            claims=_speaks_array, protocol="__array__", astype=_astype_array_like, **_THROUGH_NUMPY,
+            **_THROUGH_NUMPY, detection=Detection(_speaks_array, "__array__"),
+            casting=Casting(astype=_astype_array_like),
         ),
     ]  # fmt: skip
 
@@ -846,7 +852,7 @@ def interop_converters() -> list[ConverterSpec]:
     """Each protocol's imports: DLPack into every consumer, the rest through numpy."""
     return [
         # DLPack: each consumer's own importer, zero-copy (what the consumer imports safely,
-        # its framework declares and the planner checks: FrameworkSpec.imports, switches).
+        # its framework declares and the planner checks: FrameworkSpec.rules.imports, switches).
         ConverterSpec(
             name="np.from_dlpack", source="dlpack", target="numpy",
             load=_load_np_from_dlpack, zero_copy=True, cost=1.0,

@@ -32,11 +32,15 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     CallContext,
+    Casting,
     ConversionError,
     ConverterSpec,
+    Devices,
+    Diagnostics,
     FrameworkSpec,
     InvalidArrayError,
     Needs,
+    Package,
     TensorInfo,
     hookimpl,
 )
@@ -687,11 +691,13 @@ def interop_frameworks() -> list[FrameworkSpec]:
             array_types=("pyarrow.Array", "pyarrow.ChunkedArray", "pyarrow.Table",
                          "pyarrow.RecordBatch", f"{__name__}.ArrowColumn"),
             describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
-            dtypes=DTYPES, module="pyarrow", distribution="pyarrow", install_hint=INSTALL_HINT,
-            snapshot=snapshot, astype=astype, example=example, device_kinds=("cpu",),
-            devices=_devices, waypoint=False,  # Arrow is an end: no route between others
-            constructor="pyarrow.array(values)",
+            dtypes=DTYPES, snapshot=snapshot, example=example,
+            waypoint=False,  # Arrow is an end: no route between others
             flags=flags("combine_chunks()"),
+            package=Package(module="pyarrow", distribution="pyarrow", install_hint=INSTALL_HINT),
+            devices=Devices(visible=_devices, kinds=("cpu",)),
+            casting=Casting(astype=astype),
+            diagnostics=Diagnostics(constructor="pyarrow.array(values)"),
         )
     ]  # fmt: skip
 

@@ -1,7 +1,7 @@
 """CuPy: framework spec, the in-framework copy and the moves between GPUs and the host.
 
 CuPy arrays live on CUDA devices only: with ``device=None`` a host array sent to CuPy lands
-on cuda:0 and a CuPy array sent to numpy on the host (``FrameworkSpec.device_kinds``).
+on cuda:0 and a CuPy array sent to numpy on the host (``FrameworkSpec.devices.kinds``).
 Whichever wheel provides it (cupy-cuda12x, cupy-cuda13x, a source build), the module is
 ``cupy``. Moves are ordered on CuPy's current streams; none synchronizes the device.
 """
@@ -15,10 +15,15 @@ from interop_core.plugin import (
     ALIGNMENT,
     DTYPES,
     MOVE_COST,
+    Casting,
     ConverterSpec,
     Device,
+    Devices,
+    Diagnostics,
     FrameworkSpec,
+    ImportRules,
     Needs,
+    Package,
     TensorInfo,
     classify_layout,
     hookimpl,
@@ -197,14 +202,11 @@ def interop_frameworks() -> list[FrameworkSpec]:
             example=example,
             dtypes=CUPY_DTYPES,
             # Each CUDA build is its own distribution; the doctor finds the installed one.
-            distribution="cupy",
-            install_hint=INSTALL_HINT,
-            devices=_devices,
-            device_kinds=("cuda",),
-            constructor="cupy.asarray",
-            astype=astype,
-            imports=IMPORTS,
-            read_dtype=read_dtype,
+            package=Package(distribution="cupy", install_hint=INSTALL_HINT),
+            rules=ImportRules(imports=IMPORTS),
+            devices=Devices(visible=_devices, kinds=("cuda",)),
+            casting=Casting(astype=astype, read_dtype=read_dtype),
+            diagnostics=Diagnostics(constructor="cupy.asarray"),
         )
     ]
 

@@ -9,13 +9,18 @@ from typing import Any
 from interop_core.plugin import (
     DTYPES,
     MOVE_COST,
+    Casting,
     ConverterSpec,
     Device,
+    Devices,
+    Diagnostics,
     Flag,
     FrameworkSpec,
     GlobalFlag,
+    ImportRules,
     KindSpec,
     Needs,
+    Package,
     TensorInfo,
     hookimpl,
 )
@@ -350,20 +355,17 @@ def interop_frameworks() -> list[FrameworkSpec]:
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES),
-            distribution="jax",
-            install_hint="pip install 'interop-core[jax]'",
-            devices=_devices,
-            device_advice=(
-                "JAX makes several host devices only when started with "
-                "XLA_FLAGS=--xla_force_host_platform_device_count=N."
-            ),
-            device_kinds=("cpu", "cuda"),
-            constructor="jax.numpy.asarray",
-            astype=astype,
             flags=_FLAGS,
-            read_dtype=read_dtype,
-            imports=IMPORTS,
-            switches=(X64,),
+            package=Package(distribution="jax", install_hint="pip install 'interop-core[jax]'"),
+            rules=ImportRules(imports=IMPORTS, switches=(X64,)),
+            devices=Devices(
+                visible=_devices,
+                advice="JAX makes several host devices only when started with "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N.",
+                kinds=("cpu", "cuda"),
+            ),
+            casting=Casting(astype=astype, read_dtype=read_dtype),
+            diagnostics=Diagnostics(constructor="jax.numpy.asarray"),
         )
     ]
 

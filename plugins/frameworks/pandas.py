@@ -22,10 +22,13 @@ from typing import Any
 
 from interop_core.plugin import (
     ALIGNMENT,
+    Casting,
     ConversionError,
     ConverterSpec,
+    Diagnostics,
     Form,
     FrameworkSpec,
+    Package,
     TensorInfo,
     hookimpl,
 )
@@ -260,13 +263,20 @@ def interop_frameworks() -> list[FrameworkSpec]:
     """pandas' DataFrames and Series, sources converted through numpy views or Arrow."""
     return [
         FrameworkSpec(
-            name=NAME, array_types=("pandas.Series", "pandas.DataFrame"),
-            describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
-            dtypes=DTYPES | {"complex64", "complex128"}, module="pandas",
-            distribution="pandas", install_hint=INSTALL_HINT, target=False,
-            snapshot=snapshot, astype=astype, flags=flags("pyarrow's combine_chunks()"),
-            forms=(Form("1-d Series", build=example, shapes=((6,), (4,))),),
-        )
+name=NAME,
+array_types=("pandas.Series", "pandas.DataFrame"),
+describe=describe,
+key=key,
+aligned_key=aligned_key,
+data_ptr=data_ptr,
+dtypes=DTYPES | {"complex64", "complex128"},
+target=False,
+snapshot=snapshot,
+flags=flags("pyarrow's combine_chunks()"),
+package=Package(module="pandas", distribution="pandas", install_hint=INSTALL_HINT),
+casting=Casting(astype=astype),
+diagnostics=Diagnostics(forms=(Form("1-d Series", build=example, shapes=((6,), (4,))),)),
+)
     ]  # fmt: skip
 
 

@@ -19,7 +19,7 @@ the order the tensors lie in the file, so the container path converts each one a
 - ``__metadata__`` is the header's string-to-string map, not a tensor: explain() notes it;
   the safetensors package reads it (``safe_open(path, "np").metadata()``).
 
-- ``dtype=`` casts each tensor it names (``FrameworkSpec.astype``: a new aligned array, read
+- ``dtype=`` casts each tensor it names (``FrameworkSpec.casting.astype``: a new aligned array, read
   from the mapping once), a step of its own in ``explain()``.
 - A file with no tensors (a header of ``{}`` or only ``__metadata__``) gives ``{}``, as the
   safetensors package's ``load_file`` does.
@@ -56,12 +56,16 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     ITEMSIZE,
+    Casting,
     ConversionError,
     ConverterSpec,
+    Detection,
+    Diagnostics,
     Flag,
     Form,
     FrameworkNotInstalledError,
     FrameworkSpec,
+    Package,
     TensorFileError,
     TensorInfo,
     hookimpl,
@@ -460,14 +464,17 @@ def interop_frameworks() -> list[FrameworkSpec]:
     """safetensors files (a pathlib.Path) and their tensors: a source, read through numpy."""
     return [
         FrameworkSpec(
-            # A Path is claimed, not typed: pathlib is no framework module, and a type of
-            # this module keeps detection from waiting on any import.
-            name=NAME, array_types=(f"{__name__}.FileTensor",), claims=is_path,
+            name=NAME, array_types=(f"{__name__}.FileTensor",),
             describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
-            dtypes=frozenset(DTYPES.values()), install_hint="pip install numpy", target=False,
-            snapshot=snapshot, astype=astype, forms=(Form("file", build=example),),
+            dtypes=frozenset(DTYPES.values()), target=False, snapshot=snapshot,
             flags=(Flag(MISALIGNED, "its bytes do not start at a multiple of its element "
                         "size (a hand-made file), so no framework views it: one copy"),),
+            package=Package(install_hint="pip install numpy"),
+            # A Path is claimed, not typed: pathlib is no framework module, and a type of
+            # this module keeps detection from waiting on any import.
+            detection=Detection(claims=is_path),
+            casting=Casting(astype=astype),
+            diagnostics=Diagnostics(forms=(Form("file", build=example),)),
         )
     ]  # fmt: skip
 

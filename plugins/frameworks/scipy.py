@@ -20,7 +20,11 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     DTYPES,
+    Casting,
+    Devices,
+    Diagnostics,
     FrameworkSpec,
+    Package,
     TensorInfo,
     hookimpl,
 )
@@ -145,22 +149,22 @@ def interop_frameworks() -> list[FrameworkSpec]:
         FrameworkSpec(
             name="scipy",
             aliases=("scipy.sparse",),
-            # Looked for only once scipy.sparse is imported (``module``); resolving these
-            # never imports it (detection reads module dicts, not attributes).
             array_types=("scipy.sparse.sparray", "scipy.sparse.spmatrix"),
-            module="scipy.sparse",
             describe=describe,
             key=key,
             aligned_key=aligned_key,
             data_ptr=data_ptr,
-            # No dense example: scipy holds sparse arrays only, so the dense conformance
-            # matrix (every pair zero-copy) does not apply to it.
             example=None,
             dtypes=frozenset(DTYPES) - _NO_DTYPES,
-            distribution="scipy",
-            install_hint="pip install scipy",
-            device_kinds=("cpu",),
-            constructor="scipy.sparse.coo_array",
-            astype=astype,
+            # Looked for only once scipy.sparse is imported (``module``); resolving these
+            # never imports it (detection reads module dicts, not attributes). No dense
+            # example: scipy holds sparse arrays only, so the dense conformance matrix (every
+            # pair zero-copy) does not apply to it.
+            package=Package(
+                module="scipy.sparse", distribution="scipy", install_hint="pip install scipy"
+            ),
+            devices=Devices(kinds=("cpu",)),
+            casting=Casting(astype=astype),
+            diagnostics=Diagnostics(constructor="scipy.sparse.coo_array"),
         )
     ]

@@ -7,12 +7,17 @@ from typing import Any
 
 from interop_core.plugin import (
     DTYPES,
+    Casting,
     ConverterSpec,
     Device,
+    Devices,
+    Diagnostics,
     Flag,
     FrameworkSpec,
+    ImportRules,
     KindSpec,
     Needs,
+    Package,
     TensorInfo,
     capsule_address,
     hookimpl,
@@ -173,13 +178,6 @@ def interop_frameworks() -> list[FrameworkSpec]:
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES) - _NO_INTEROP,
-            distribution="tensorflow",
-            install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
-            devices=_devices,
-            device_kinds=("cpu", "cuda"),
-            constructor="tensorflow.constant",
-            astype=astype,
-            imports=IMPORTS,
             flags=(
                 Flag(
                     "symbolic",
@@ -187,7 +185,14 @@ def interop_frameworks() -> list[FrameworkSpec]:
                     opaque=True,
                 ),
             ),
-            read_dtype=read_dtype,
+            package=Package(
+                distribution="tensorflow",
+                install_hint="pip install 'interop-core[tensorflow]' (or tensorflow-cpu)",
+            ),
+            rules=ImportRules(imports=IMPORTS),
+            devices=Devices(visible=_devices, kinds=("cpu", "cuda")),
+            casting=Casting(astype=astype, read_dtype=read_dtype),
+            diagnostics=Diagnostics(constructor="tensorflow.constant"),
         ),
         FrameworkSpec(
             name="tensorflow.Variable",
@@ -196,8 +201,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
             key=variable_key,
             data_ptr=variable_ptr,
             dtypes=frozenset(DTYPES) - _NO_INTEROP,
-            distribution="tensorflow",
             target=False,
+            package=Package(distribution="tensorflow"),
         ),
     ]
 

@@ -36,6 +36,7 @@ from interop_core.plugin import (
     Kind,
     KindSpec,
     OptionError,
+    Package,
     hookimpl,
 )
 
@@ -578,9 +579,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
     return [
         FrameworkSpec(
             name="dali", array_types=(), describe=_not_an_array, key=_not_an_array,
-            data_ptr=_not_an_array, dtypes=frozenset(), aliases=("nvidia.dali",),
-            module="nvidia.dali", distribution="nvidia-dali-cuda120",
-            install_hint=INSTALL_HINT, target=False,
+            data_ptr=_not_an_array, dtypes=frozenset(), aliases=("nvidia.dali",), target=False,
+            package=Package(module="nvidia.dali", distribution="nvidia-dali-cuda120",
+                            install_hint=INSTALL_HINT),
         )
     ]  # fmt: skip
 

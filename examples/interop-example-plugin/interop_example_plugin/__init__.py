@@ -28,8 +28,10 @@ from interop_core.plugin import (
     CPU,
     DTYPES,
     ConverterSpec,
+    Devices,
     FrameworkSpec,
     Needs,
+    Package,
     TensorInfo,
     hookimpl,
 )
@@ -226,9 +228,11 @@ def interop_frameworks() -> list[FrameworkSpec]:
             example=example,
             dtypes=frozenset(TYPECODES),
             aligned_key=aligned_key,
-            distribution="interop-example-plugin",
-            install_hint="pip install interop-example-plugin",
-            devices=_devices,
+            package=Package(
+                distribution="interop-example-plugin",
+                install_hint="pip install interop-example-plugin",
+            ),
+            devices=Devices(visible=_devices),
         )
     ]
 
