@@ -116,16 +116,16 @@ class ToyPlugin:
                       buffers=form.buffers, dtypes=form.dtypes)  # fmt: skip
         return [
             FrameworkSpec(
-name="toy",
-array_types=(f"{__name__}.ToySparse",),
-describe=self.describe,
-key=self.key,
-aligned_key=lambda t: (*self.key(t), self.describe(t).aligned),
-data_ptr=lambda t: int(t.values.ctypes.data),
-dtypes=frozenset({"float32"}),
-package=Package(module=__name__),
-diagnostics=Diagnostics(forms=(form, marked)),
-)
+                name="toy",
+                array_types=(f"{__name__}.ToySparse",),
+                describe=self.describe,
+                key=self.key,
+                aligned_key=lambda t: (*self.key(t), self.describe(t).aligned),
+                data_ptr=lambda t: int(t.values.ctypes.data),
+                dtypes=frozenset({"float32"}),
+                package=Package(module=__name__),
+                diagnostics=Diagnostics(forms=(form, marked)),
+            )
         ]  # fmt: skip
 
     @staticmethod

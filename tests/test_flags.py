@@ -55,14 +55,14 @@ class FlagPlugin:
     def interop_frameworks(self) -> list[FrameworkSpec]:
         def spec(name: str, cls: str) -> FrameworkSpec:
             return FrameworkSpec(
-name=name,
-array_types=(f"{MODULE}.{cls}",),
-describe=lambda x: TensorInfo(name, x.dtype, CPU, (1,), "C", False, True),
-key=lambda x: x.dtype,
-data_ptr=id,
-dtypes=frozenset({"float32", "float64"}),
-package=Package(module=MODULE),
-)  # fmt: skip
+                name=name,
+                array_types=(f"{MODULE}.{cls}",),
+                describe=lambda x: TensorInfo(name, x.dtype, CPU, (1,), "C", False, True),
+                key=lambda x: x.dtype,
+                data_ptr=id,
+                dtypes=frozenset({"float32", "float64"}),
+                package=Package(module=MODULE),
+            )  # fmt: skip
 
         return [spec("fsrc", "Src"), spec("fdst", "Dst")]
 

@@ -310,16 +310,16 @@ class BoxPlugin:
 
         return [
             FrameworkSpec(
-name="box",
-array_types=(f"{BOX_MODULE}.Box",),
-describe=describe_box,
-key=lambda b: (b.a.dtype, b.sticky),
-data_ptr=lambda b: b.a.ctypes.data,
-dtypes=frozenset({"float32", "float64"}),
-flags=(Flag("sticky", STICKY),),
-package=Package(module=BOX_MODULE),
-rules=ImportRules(imports=self.rule),
-)
+                name="box",
+                array_types=(f"{BOX_MODULE}.Box",),
+                describe=describe_box,
+                key=lambda b: (b.a.dtype, b.sticky),
+                data_ptr=lambda b: b.a.ctypes.data,
+                dtypes=frozenset({"float32", "float64"}),
+                flags=(Flag("sticky", STICKY),),
+                package=Package(module=BOX_MODULE),
+                rules=ImportRules(imports=self.rule),
+            )
         ]  # fmt: skip
 
     @hookimpl

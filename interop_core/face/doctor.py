@@ -213,9 +213,9 @@ def measure_rows(
     reg: Registry, sources: list[FrameworkSpec], targets: list[FrameworkSpec]
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]], dict[str, str]]:
     """The matrix: a row per source's example, and rows of arrays made as user code makes
-    them (``FrameworkSpec.diagnostics.ordinary``; one named after its framework takes that framework's
-    row, and the example moves to "<name>, 64-byte aligned"). Also what each row measured,
-    and the row of each source's example."""
+    them (``FrameworkSpec.diagnostics.ordinary``; one named after its framework takes that
+    framework's row, and the example moves to "<name>, 64-byte aligned"). Also what each row
+    measured, and the row of each source's example."""
     installed = {s.name for s in sources}
     block = _aligned_block()
     matrix: dict[str, dict[str, dict[str, Any]]] = {}
