@@ -15,6 +15,7 @@ from interop_core import ConverterSpec, FrameworkSpec, Registry, hookimpl
 from interop_core.plugin import (
     ALIGNMENT,
     CPU,
+    ArrayEdge,
     Diagnostics,
     Form,
     Package,
@@ -158,9 +159,11 @@ class ToyPlugin:
         return [
             # "sparse" is an opaque flag (the sparse form's): edges name the form to take it.
             ConverterSpec("toy as scipy", "toy", "scipy", to_scipy, zero_copy=True,
-                          accepts=sparse, keeps_flags=FLAGS, forms=frozenset({"sparse"})),
+                          accepts=sparse, keeps_flags=FLAGS,
+                          array=ArrayEdge(forms=frozenset({"sparse"})), ),
             ConverterSpec("scipy as toy", "scipy", "toy", from_scipy, zero_copy=True,
-                          accepts=sparse, keeps_flags=FLAGS, forms=frozenset({"sparse"})),
+                          accepts=sparse, keeps_flags=FLAGS,
+                          array=ArrayEdge(forms=frozenset({"sparse"})), ),
         ]  # fmt: skip
 
 

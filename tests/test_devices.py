@@ -29,7 +29,7 @@ from interop_core import (
     hookimpl,
     to,
 )
-from interop_core.plugin import Devices, Package
+from interop_core.plugin import ArrayEdge, Devices, Package
 from interop_core.testing import isolated_registry
 
 MODULE = "interop_test_toydevices"
@@ -76,9 +76,9 @@ class ToyDevicePlugin:
 
         return [
             ConverterSpec("toy to cuda", "toydev", "toydev", load, zero_copy=False,
-                          devices=frozenset({"cpu", "cuda"}), to_device="cuda"),
+                          devices=frozenset({"cpu", "cuda"}), array=ArrayEdge(to_device="cuda"), ),
             ConverterSpec("toy to cpu", "toydev", "toydev", load, zero_copy=False,
-                          devices=frozenset({"cuda"}), to_device="cpu"),
+                          devices=frozenset({"cuda"}), array=ArrayEdge(to_device="cpu"), ),
         ]  # fmt: skip
 
 

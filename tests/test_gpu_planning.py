@@ -193,7 +193,9 @@ def test_gpu_spelled_as_jax_does_is_cuda() -> None:
 
 
 def test_moves_cost_more_than_any_zero_copy_edge(st: State) -> None:
-    moves = [e for e in st.graph.edges if e.to_device is not None]
+    moves = [e for e in st.graph.edges if e.array.to_device is not None]
     # (JAX's moves between host devices share the buffer: they are moves, not shares.)
-    shares = [e for e in st.graph.edges if e.zero_copy and e.kind == "array" and not e.to_device]
+    shares = [
+        e for e in st.graph.edges if e.zero_copy and e.kind == "array" and not e.array.to_device
+    ]
     assert moves and min(e.cost for e in moves) > max(e.cost for e in shares)

@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 
 from interop_core import PluginError, Registry, hookimpl
+from interop_core.declare.errors import PluginWarning
 from interop_core.plugin import (
     CPU,
+    ArrayEdge,
     Casting,
+    ConverterSpec,
     Detection,
     Devices,
     Diagnostics,
@@ -89,10 +92,16 @@ def test_a_plugin_with_a_flat_field_is_refused_by_name() -> None:
         reg.register(mod, name="flat_plugin")
 
 
+def _listed(part: str) -> set[str]:
+    """The field names a docs table lists, from the backticked names of its first column."""
+    cells = re.findall(r"^\| ([^|]*) \|", part, re.M)
+    return {m for cell in cells for m in re.findall(r"`(\w+)", cell)}
+
+
 def test_the_docs_list_every_field_of_every_record() -> None:
     text = DOCS.read_text()
     section = text[text.index("### FrameworkSpec\n") : text.index("### KnownFramework")]
-    documented = set(re.findall(r"^\| `(\w+)", section, re.M))
+    documented = _listed(section)
     top = {f.name for f in dataclasses.fields(FrameworkSpec)} - set(ROLES)
     assert top <= documented, f"FrameworkSpec fields not in docs: {sorted(top - documented)}"
     for name, record in ROLES.items():
@@ -101,5 +110,46 @@ def test_the_docs_list_every_field_of_every_record() -> None:
         part = section[section.index(head) :]
         part = part[: part.index("\n#### ")] if "\n#### " in part else part
         fields = {f.name for f in dataclasses.fields(record)}
-        listed = set(re.findall(r"^\| `(\w+)", part, re.M))
+        listed = _listed(part)
         assert fields <= listed, f"{record.__name__} fields not in docs: {fields - listed}"
+
+
+def test_the_docs_list_every_field_of_a_converter_and_its_array_edge() -> None:
+    text = DOCS.read_text()
+    section = text[text.index("### ConverterSpec\n") : text.index("### PlanKey")]
+    head, array = section.split("#### ArrayEdge", 1)
+    for record, part in ((ConverterSpec, head), (ArrayEdge, array)):
+        fields = {f.name for f in dataclasses.fields(record)}
+        listed = _listed(part)
+        assert fields <= listed, f"{record.__name__} fields not in docs: {fields - listed}"
+
+
+def test_an_array_edge_record_is_validated_and_refused_on_other_kinds() -> None:
+    with pytest.raises(PluginError, match=r"ArrayEdge\.forms is a frozenset"):
+        ArrayEdge(forms={"sparse"})  # type: ignore[arg-type]
+    with pytest.raises(PluginError, match="array= takes an ArrayEdge record"):
+        ConverterSpec("e", "box", "box", load=lambda: id, zero_copy=False, array=True)  # type: ignore[arg-type]
+
+
+def test_an_edge_of_another_kind_with_an_array_record_is_ignored() -> None:
+    """Only edges of arrays read ArrayEdge: a function edge giving one would be believed about
+    memory it never has, so the registry leaves it out and says why."""
+    mod = types.ModuleType("function_edge_plugin")
+
+    @hookimpl
+    def interop_converters() -> list[ConverterSpec]:
+        return [
+            ConverterSpec(
+                "odd function edge", "numpy", "torch", load=lambda: id, zero_copy=False,
+                kind="function", array=ArrayEdge(readonly_result=True),
+            ),
+            ConverterSpec("plain function edge", "numpy", "torch", load=lambda: id,
+                          zero_copy=False, kind="function"),
+        ]  # fmt: skip
+
+    mod.interop_converters = interop_converters  # type: ignore[attr-defined]
+    reg = Registry(entry_points=False)
+    with pytest.warns(PluginWarning, match="'odd function edge'.*declares array="):
+        reg.register(mod, name="function_edge_plugin")
+        names = {e.name for e in reg.state.declared}
+    assert "plain function edge" in names and "odd function edge" not in names

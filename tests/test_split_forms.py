@@ -20,6 +20,7 @@ from toys import AlphaArr, BetaArr, share, toy
 from interop_core import ConversionError, CopyRequiredError, NoRouteError, explain, to
 from interop_core.plugin import (
     CPU,
+    ArrayEdge,
     ConverterSpec,
     Flag,
     FormSpec,
@@ -94,7 +95,7 @@ class Packed:
         return [
             ConverterSpec(
                 name="unpack", source="alpha", target="beta", zero_copy=False,
-                load=lambda: _unpack, forms=frozenset({"packed"}), cost=2.0,
+                load=lambda: _unpack, cost=2.0, array=ArrayEdge(forms=frozenset({"packed"})),
             )
         ]  # fmt: skip
 

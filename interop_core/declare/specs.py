@@ -715,12 +715,12 @@ def _array_advance(traits: ArrayTraits, edge: ConverterSpec) -> ArrayTraits:
     the edge says its copies may not be)."""
     if edge.zero_copy:
         layout, readonly, aligned = traits.layout, traits.readonly, traits.aligned
-        if edge.aligned_result is not None:
-            aligned = edge.aligned_result
+        if edge.array.aligned_result is not None:
+            aligned = edge.array.aligned_result
     else:
-        layout, readonly, aligned = "C", False, edge.aligned_result is not False
-    if edge.readonly_result is not None:
-        readonly = edge.readonly_result
+        layout, readonly, aligned = "C", False, edge.array.aligned_result is not False
+    if edge.array.readonly_result is not None:
+        readonly = edge.array.readonly_result
     return ArrayTraits(traits.dtype, layout, readonly, aligned)
 
 
@@ -765,6 +765,46 @@ class KnownFramework:
 
 
 @dataclass(frozen=True)
+class ArrayEdge:
+    """What only an edge of arrays declares (``ConverterSpec.array``): where its result
+    lives, what its memory is like, the forms it takes. The registry ignores, with a
+    warning, an edge of another kind that gives one."""
+
+    #: For a device move: the device kind it moves to (the index comes from the request).
+    #: Its function is called as ``func(x, device=Device)``.
+    to_device: str | None = None
+    #: Result is read-only (True), writable (False), or like the input (None).
+    readonly_result: bool | None = None
+    #: Result is 64-byte aligned (True) or not guaranteed (False); None: like the input for
+    #: a zero-copy edge, aligned for a copy (say False when your copy may not be).
+    aligned_result: bool | None = None
+    #: The forms of arrays (``FormSpec.name``) whose objects it takes: the flags of an
+    #: opaque form keep every other edge off them. A framework's own opaque flag
+    #: (``Flag.opaque``, e.g. torch's "conj") named here is taken too. What the result
+    #: keeps of them is ``ConverterSpec.keeps_flags``, as for any flag (a copy within the
+    #: form keeps them, a densifying edge does not).
+    forms: frozenset[str] = frozenset()
+    #: The note is about the memory the step's result shares (an alias, a read-only view):
+    #: a copy later in the route makes it moot, and ``Route.notes`` then leaves it out.
+    memory_note: bool = False
+    #: For an edge that copies part of the object and shares the rest: what it copies ("the
+    #: row splits"), which explain() names instead of counting the whole object's bytes.
+    copies: str = ""
+    #: The converter itself makes what it hands the target meet the target's import rules
+    #: (``FrameworkSpec.rules.imports``): one that splits a DTensor into blocks and copies
+    #: those that are not aligned, say. The planner then skips those rules for this edge
+    #: (never the target's ``switches``); its own ``accepts`` must refuse what it cannot
+    #: handle.
+    imports_checked: bool = False
+
+    def __post_init__(self) -> None:
+        _check_fields(self, frozenset, ("forms",))
+        _check_fields(self, str, ("copies",))
+        if self.to_device is not None and not isinstance(self.to_device, str):
+            raise PluginError(f"ArrayEdge.to_device is a str or None, not {self.to_device!r}")
+
+
+@dataclass(frozen=True)
 class ConverterSpec:
     """One edge of the route graph: turns an array of ``source`` into one of ``target``.
 
@@ -788,33 +828,13 @@ class ConverterSpec:
     cost: float = 1.0
     #: Device kinds the edge works on (and keeps).
     devices: frozenset[str] = frozenset({"cpu"})
-    #: For a device move: the device kind it moves to (the index comes from the request).
-    #: Its function is called as ``func(x, device=Device)``.
-    to_device: str | None = None
-    #: Result is read-only (True), writable (False), or like the input (None).
-    readonly_result: bool | None = None
-    #: Result is 64-byte aligned (True) or not guaranteed (False); None: like the input for
-    #: a zero-copy edge, aligned for a copy (say False when your copy may not be).
-    aligned_result: bool | None = None
     #: Flags of the input the result keeps (all others are cleared).
     keeps_flags: frozenset[str] = frozenset()
-    #: The forms of arrays (``FormSpec.name``) whose objects it takes: the flags of an
-    #: opaque form keep every other edge off them. A framework's own opaque flag
-    #: (``Flag.opaque``, e.g. torch's "conj") named here is taken too. What the result
-    #: keeps of them is ``keeps_flags``, as for any flag (a copy within the form keeps
-    #: them, a densifying edge does not).
-    forms: frozenset[str] = frozenset()
     #: Flags the result gets (a bridged function that calls back into Python on the host:
     #: "host_callback"), so later edges can refuse it.
     adds_flags: frozenset[str] = frozenset()
     #: Shown by explain() whenever the step is taken (e.g. aliasing an immutable buffer).
     note: str = ""
-    #: The note is about the memory the step's result shares (an alias, a read-only view):
-    #: a copy later in the route makes it moot, and ``Route.notes`` then leaves it out.
-    memory_note: bool = False
-    #: For an edge that copies part of the object and shares the rest: what it copies ("the
-    #: row splits"), which explain() names instead of counting the whole object's bytes.
-    copies: str = ""
     #: The kind of object the edge converts.
     kind: str = ARRAY
     #: The kind of its result, when it differs ("" for the same): a pipeline edge's
@@ -847,12 +867,16 @@ class ConverterSpec:
     #: is then re-planned without this edge for that object only, and explain() names the
     #: reason. Called on every conversion through the edge: keep it cheap.
     inspects: Callable[[Any], str | None] | None = None
-    #: The converter itself makes what it hands the target meet the target's import rules
-    #: (``FrameworkSpec.rules.imports``): one that splits a DTensor into blocks and copies those
-    #: that are not aligned, say. The planner then skips those rules for this edge (never
-    #: the target's ``switches``); its own ``accepts`` must refuse what it cannot handle.
-    imports_checked: bool = False
+    #: What only an edge of arrays says: its result's memory, device moves, forms taken.
+    array: ArrayEdge = ArrayEdge()
     plugin: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.array, ArrayEdge):
+            raise PluginError(
+                f"ConverterSpec {self.name!r}: array= takes an ArrayEdge record "
+                f"(array=ArrayEdge(...)), not {self.array!r}"
+            )
 
     @property
     def edge(self) -> str:

@@ -122,5 +122,5 @@ def taken_flags(
     """The flags of the forms ``edge`` names (``ConverterSpec.forms``; a form's name means
     one thing whatever framework declares it: "ragged"), and the ``opaque`` flags it names
     itself (a framework's own: torch's "conj"): these do not keep the edge off an object."""
-    named = frozenset().union(*(f.flag_names for f in forms if f.name in edge.forms))
-    return named | (edge.forms & opaque)
+    named = frozenset().union(*(f.flag_names for f in forms if f.name in edge.array.forms))
+    return named | (edge.array.forms & opaque)

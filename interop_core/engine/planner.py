@@ -73,10 +73,10 @@ def advance(
 def landing(key: PlanKey, edge: ConverterSpec, kind: Kind, goal: Goal) -> str:
     """The device the result of taking ``edge`` from ``key`` lands on."""
     device = key.device
-    if edge.to_device is not None:  # a move lands on the goal's index when it goes there
-        if device_kind(goal.device) == edge.to_device:
+    if edge.array.to_device is not None:  # a move lands on the goal's index when it goes there
+        if device_kind(goal.device) == edge.array.to_device:
             return goal.device
-        return str(Device(edge.to_device))
+        return str(Device(edge.array.to_device))
     if kind.on_device and edge.target not in (key.framework, ANY) and device != "cpu":
         # Host device indexes are each framework's own (JAX's cpu:3); CUDA ordinals are
         # shared. An object crossing frameworks on the host lands on the target's "cpu".
@@ -195,7 +195,7 @@ class Graph:
         self.opaque = frozenset(f.name for _, f in declared if f.opaque)
         #: id(edge) -> the flags of the forms it names (absent: none).
         self.taken: dict[int, frozenset[str]] = {
-            id(e): taken_flags(e, forms, self.opaque) for e in self.edges if e.forms
+            id(e): taken_flags(e, forms, self.opaque) for e in self.edges if e.array.forms
         }
         #: The declared kinds by name: what the search knows of each node's kind.
         self.kinds: dict[str, Kind] = {
@@ -363,7 +363,7 @@ class Graph:
                     continue
                 # The node after the edge is built only for edges that take the key.
                 lands = landing(key, edge, kind, goal)
-                if edge.to_device is not None and lands == key.device:
+                if edge.array.to_device is not None and lands == key.device:
                     continue  # a move to where the object already is
                 reason: str | None = None
                 if kind.on_device:
@@ -420,7 +420,7 @@ def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | No
         return None
     if edge.source == edge.target:
         return None
-    shares = edge.zero_copy and not edge.imports_checked
+    shares = edge.zero_copy and not edge.array.imports_checked
     imports = target.rules.imports if shares else None
     if imports is None and not target.rules.switches:
         return None

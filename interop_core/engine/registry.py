@@ -24,7 +24,9 @@ from ..declare.errors import (
 )
 from ..declare.specs import (
     ANY,
+    ARRAY,
     ARRAYS,
+    ArrayEdge,
     ConverterSpec,
     FormSpec,
     FrameworkSpec,
@@ -37,6 +39,9 @@ from .forms import forms_by_framework, keyed_with
 from .manager import InteropPluginManager
 from .planner import Graph
 from .state import Declared, Hooks, State
+
+#: What an edge of another kind than arrays leaves ``ConverterSpec.array`` as.
+_NOT_AN_ARRAY_EDGE = ArrayEdge()
 
 
 class Registry:
@@ -294,11 +299,20 @@ class Registry:
             missing += [
                 f"kind {k!r}" for k in (edge.kind, edge.result_kind) if k and k not in kinds
             ]
-            missing += [f"form {name!r}" for name in sorted(edge.forms - named)]
+            missing += [f"form {name!r}" for name in sorted(edge.array.forms - named)]
             if missing:
                 warnings.warn(
                     f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
                     f"{missing[0]}.",
+                    PluginWarning,
+                    stacklevel=4,
+                )
+                continue
+            if edge.kind != ARRAY and edge.array != _NOT_AN_ARRAY_EDGE:
+                warnings.warn(
+                    f"Converter {edge.name!r} of plugin {plugin!r} ignored: it converts "
+                    f"{edge.kind} objects but declares array= (ArrayEdge), which only edges of "
+                    "arrays have (what its result's memory is like, device moves, forms).",
                     PluginWarning,
                     stacklevel=4,
                 )

@@ -414,7 +414,7 @@ def bind(st: State, req: Request, route: Route, found: Search) -> Plan:
 def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKey) -> Runner:
     """The step's function of one argument: a device move gets its Device, an edge that
     takes a context gets one (its options, the device, a ``to()`` on this snapshot)."""
-    if edge.to_device:
+    if edge.array.to_device:
         return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
     if not edge.context:
         return func  # type: ignore[no-any-return]

@@ -212,7 +212,7 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
         return Step(
             e.name, e.plugin, name(key.framework, key.device),
             kinds.get(after.kind, kind).node_name(after.framework, after.device),
-            e.zero_copy, e.note, e.kind, label, "" if e.zero_copy else e.copies,
+            e.zero_copy, e.note, e.kind, label, "" if e.zero_copy else e.array.copies,
         )  # fmt: skip
 
     steps = tuple(step(*p) for p in path)
@@ -221,7 +221,7 @@ def make_route(graph: Graph, start: PlanKey, goal: Goal, found: Search, nbytes: 
     last_copy = max((i for i, s in enumerate(steps) if not s.zero_copy), default=-1)
     notes = tuple(dict.fromkeys(
         s.note for i, (s, (_, e, _)) in enumerate(zip(steps, path, strict=True))
-        if s.note and not (e.memory_note and i < last_copy)
+        if s.note and not (e.array.memory_note and i < last_copy)
     ))  # fmt: skip
     # The planner goes through the host between devices only when no route stays on them.
     ends = (device_kind(start.device), device_kind(goal.device))

@@ -461,7 +461,9 @@ class State:
                     return parsed
                 # "banana:0" is spelled like a device: a kind no plugin knows is still none.
                 kinds = {k for s in self.frameworks.values() for k in s.devices.kinds}
-                kinds.update(k for e in self.declared for k in (*e.devices, e.to_device or "cpu"))
+                kinds.update(
+                    k for e in self.declared for k in (*e.devices, e.array.to_device or "cpu")
+                )
                 if parsed.kind in kinds:
                     return parsed
                 why = (

@@ -73,7 +73,7 @@ def _edge_label(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
     if not _copies(edge, kinds):  # functions, iterators, ... share the frameworks' nodes
         kind = kinds.get(edge.kind)
         return f"{edge.name} ({kind.plural if kind else edge.kind})"
-    return f"{edge.name} (to {edge.to_device})" if edge.to_device else edge.name
+    return f"{edge.name} (to {edge.array.to_device})" if edge.array.to_device else edge.name
 
 
 def _edge_style(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
@@ -93,8 +93,8 @@ def _edge_tooltip(edge: ConverterSpec, kinds: Mapping[str, Kind]) -> str:
         f"{edge.name} [{edge.plugin}]: {edge.source} -> {edge.target}, {kind}, "
         f"devices {', '.join(sorted(edge.devices))}"
     )
-    if edge.to_device:
-        text += f", moves to {edge.to_device}"
+    if edge.array.to_device:
+        text += f", moves to {edge.array.to_device}"
     return f"{text}. {edge.note}" if edge.note else text
 
 

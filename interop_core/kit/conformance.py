@@ -755,12 +755,12 @@ class _Kit:
             self.fail(
                 f"{what}: the route's steps promise 64-byte aligned memory, but the result is "
                 f"not aligned (last step {last}; a copy that does not guarantee alignment "
-                "declares aligned_result=False)"
+                "declares array=ArrayEdge(aligned_result=False))"
             )
         if got.readonly and not expected.readonly:
             self.fail(
                 f"{what}: the route's steps promise writable memory, but the result is "
-                f"read-only (last step {last}; declare readonly_result=True)"
+                f"read-only (last step {last}; declare array=ArrayEdge(readonly_result=True))"
             )
         extra = got.flags - expected.flags
         if extra:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from interop_core.plugin import (
+    ArrayEdge,
     CallContext,
     ConversionError,
     ConverterSpec,
@@ -379,13 +380,14 @@ def column_edges(source: str, access: Access, what: str) -> list[ConverterSpec]:
         ConverterSpec(
             name=f"{what} as a numpy view", source=source, target="numpy",
             load=lambda: _load_numpy(access), zero_copy=True, accepts=plain, cost=0.6,
-            readonly_result=True, options=OPTIONS, validate=check_options, memory_note=True,
+            options=OPTIONS, validate=check_options,
             note="the numpy result is a read-only view of the column",
+            array=ArrayEdge(readonly_result=True, memory_note=True),
         ),
         ConverterSpec(
             name=f"torch.from_numpy({what} view)", source=source, target="torch",
             load=lambda: _load_torch(access), zero_copy=True, accepts=plain, cost=1.2,
-            options=OPTIONS, validate=check_options, note=_ALIAS, memory_note=True,
+            options=OPTIONS, validate=check_options, note=_ALIAS, array=ArrayEdge(memory_note=True),
         ),
         ConverterSpec(
             name=f"jax DLPack import ({what} view)", source=source, target="jax",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from interop_core.plugin import ConverterSpec, Needs, c_strides, hookimpl
+from interop_core.plugin import ArrayEdge, ConverterSpec, Needs, c_strides, hookimpl
 
 from ..frameworks.cupy import on_device_of
 from ..frameworks.jax import host_importer
@@ -389,8 +389,8 @@ def _row(
 ) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
         name=name, source=source, target=target, load=load, zero_copy=True, accepts=needs,
-        cost=cost, readonly_result=readonly_result, note=note, devices=frozenset(devices),
-        memory_note=note in _MEMORY_NOTES,
+        cost=cost, note=note, devices=frozenset(devices),
+        array=ArrayEdge(readonly_result=readonly_result, memory_note=note in _MEMORY_NOTES),
     )  # fmt: skip
 
 

@@ -46,6 +46,7 @@ from interop_core.plugin import (
     DTYPES,
     ITEMSIZE,
     VARIANT,
+    ArrayEdge,
     Casting,
     ConverterSpec,
     Detection,
@@ -734,14 +735,16 @@ def _numpy_rows(
         ),
         ConverterSpec(
             name=f"{name} (new memory each call)", source=source, target="numpy", load=load,
-            zero_copy=False, cost=cost + 1.0, aligned_result=False,
+            zero_copy=False, cost=cost + 1.0,
             accepts=Needs(flags=fresh, extra=_fresh_variant(True, False)),
+            array=ArrayEdge(aligned_result=False),
         ),
         ConverterSpec(
             name=f"{name} (new read-only memory each call)", source=source, target="numpy",
-            load=load, zero_copy=False, cost=cost + 1.0, aligned_result=False,
-            readonly_result=True, note="the numpy result is read-only", memory_note=True,
+            load=load, zero_copy=False, cost=cost + 1.0,
+            note="the numpy result is read-only",
             accepts=Needs(flags=fresh, extra=_fresh_variant(True, True)),
+            array=ArrayEdge(readonly_result=True, aligned_result=False, memory_note=True),
         ),
         ConverterSpec(
             name=f"{name} + C-order copy (new memory each call)", source=source,
@@ -860,9 +863,10 @@ def interop_converters() -> list[ConverterSpec]:
         ),
         ConverterSpec(
             name="np.from_dlpack (legacy capsule)", source="dlpack", target="numpy",
-            load=_load_np_from_dlpack, zero_copy=True, cost=1.0, readonly_result=True,
+            load=_load_np_from_dlpack, zero_copy=True, cost=1.0,
             note="numpy marks what it imports from a legacy (pre-1.0) DLPack capsule read-only",
             accepts=Needs(no_dtypes=_ML, dtype_reason=_NP_ML, flags=frozenset({LEGACY})),
+            array=ArrayEdge(readonly_result=True),
         ),
         ConverterSpec(
             name="torch.from_dlpack", source="dlpack", target="torch",

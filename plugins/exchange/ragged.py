@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 from interop_core.plugin import (
     DTYPES,
+    ArrayEdge,
     ConverterSpec,
     Flag,
     FormSpec,
@@ -210,11 +211,14 @@ _PAD_NOTE = (
 
 
 def _edge(name: str, source: str, target: str, fn: str, zero_copy: bool, accepts: Any,
-          note: str, **more: Any) -> ConverterSpec:  # fmt: skip
+          note: str, *, copies: str = "", readonly_result: bool | None = None,
+          aligned_result: bool | None = None, **more: Any) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
         name=name, source=source, target=target, load=_loader(fn, source, target),
         zero_copy=zero_copy, accepts=accepts, note=note, options=OPTIONS, context=True,
-        validate=check_options, forms=frozenset({RAGGED}), **more,
+        validate=check_options, **more,
+        array=ArrayEdge(forms=frozenset({RAGGED}), copies=copies,
+                        readonly_result=readonly_result, aligned_result=aligned_result),
     )  # fmt: skip
 
 

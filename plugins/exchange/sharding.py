@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from interop_core.plugin import ConverterSpec, FormSpec, Needs, hookimpl
+from interop_core.plugin import ArrayEdge, ConverterSpec, FormSpec, Needs, hookimpl
 
 from . import sharded_forms
 
@@ -92,12 +92,13 @@ def _load_from_dtensor() -> Callable[..., Any]:
 
 def _edge(
     name: str, source: str, target: str, load: Callable[[], Callable[..., Any]],
-    zero_copy: bool, accepts: Needs, note: str, **more: Any,
+    zero_copy: bool, accepts: Needs, note: str, *, imports_checked: bool = False, **more: Any,
 ) -> ConverterSpec:  # fmt: skip
     """An edge of these arrays on the CPU and CUDA."""
     return ConverterSpec(
         name=name, source=source, target=target, load=load, zero_copy=zero_copy,
-        accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, forms=_TAKES, **more,
+        accepts=accepts, devices=frozenset({"cpu", "cuda"}), note=note, **more,
+        array=ArrayEdge(forms=_TAKES, imports_checked=imports_checked),
     )  # fmt: skip
 
 

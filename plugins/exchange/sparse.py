@@ -26,6 +26,7 @@ from typing import Any
 from interop_core.plugin import (
     DTYPES,
     VARIANT,
+    ArrayEdge,
     ConverterSpec,
     FormSpec,
     GlobalFlag,
@@ -102,13 +103,16 @@ def _only(check: Callable[[PlanKey], bool], what: str) -> Callable[[PlanKey], st
 
 def _edge(
     name: str, source: str, target: str, fn: str, zero_copy: bool, accepts: Needs,
-    note: str, adds: frozenset[str], keeps: frozenset[str] = frozenset(), **more: Any,
+    note: str, adds: frozenset[str], keeps: frozenset[str] = frozenset(), *,
+    forms: frozenset[str] = _FORM, copies: str = "", readonly_result: bool | None = None,
+    aligned_result: bool | None = None, **more: Any,
 ) -> ConverterSpec:  # fmt: skip
     return ConverterSpec(
         name=name, source=source, target=target, load=_loader(fn, source, target),
-        zero_copy=zero_copy, forms=more.pop("forms", _FORM),
-        accepts=accepts, devices=more.pop("devices", _CPU), note=note, adds_flags=adds,
-        keeps_flags=keeps, **more,
+        zero_copy=zero_copy, accepts=accepts, devices=more.pop("devices", _CPU), note=note,
+        adds_flags=adds, keeps_flags=keeps, **more,
+        array=ArrayEdge(forms=forms, copies=copies, readonly_result=readonly_result,
+                        aligned_result=aligned_result),
     )  # fmt: skip
 
 
@@ -230,7 +234,7 @@ def _inside() -> list[ConverterSpec]:
     any_sparse = Needs(flags=_f("sparse"), no_flags=frozenset())
     grad = _f("requires_grad")
     dense = _f("dense")
-    densify = {"opt_in": "densify", "options": ("densify",), "devices": _ANY_DEVICE}
+    densify: dict[str, Any] = {"opt_in": "densify", "options": ("densify",), "devices": _ANY_DEVICE}
     edges = [
         _edge(
             name,

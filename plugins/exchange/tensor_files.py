@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from interop_core.plugin import (
+    ArrayEdge,
     CallContext,
     ConversionError,
     ConverterSpec,
@@ -167,13 +168,14 @@ def edges(source: str, misaligned: str) -> list[ConverterSpec]:
     return [
         ConverterSpec(
             name="safetensors mapping as a numpy view", source=source, target="numpy",
-            load=_load_numpy, zero_copy=True, accepts=view, cost=0.6, readonly_result=True,
-            memory_note=True, note="the numpy result is a read-only view of the file's mapping",
+            load=_load_numpy, zero_copy=True, accepts=view, cost=0.6,
+            note="the numpy result is a read-only view of the file's mapping",
+            array=ArrayEdge(readonly_result=True, memory_note=True),
         ),
         ConverterSpec(
             name="torch.from_numpy(safetensors mapping)", source=source, target="torch",
             load=_load_torch, zero_copy=True, accepts=plain, cost=1.2, note=_COW,
-            memory_note=True,
+            array=ArrayEdge(memory_note=True),
         ),
         ConverterSpec(
             name="jax DLPack import (safetensors mapping)", source=source, target="jax",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from interop_core.plugin import (
+    ArrayEdge,
     CallContext,
     ConverterSpec,
     Flag,
@@ -107,8 +108,9 @@ def interop_converters() -> list[ConverterSpec]:
     edges = [
         ConverterSpec(
             name="numpy.ma masked copy", source="numpy", target="numpy", load=lambda: _masked_copy,
-            zero_copy=False, accepts=takes, forms=frozenset({MASKED}), aligned_result=False,
+            zero_copy=False, accepts=takes,
             keeps_flags=frozenset({MASKED}),
+            array=ArrayEdge(aligned_result=False, forms=frozenset({MASKED})),
         )
     ]  # fmt: skip
     for target, cost in (("torch", 2.0), ("jax", 3.0)):
@@ -122,7 +124,6 @@ def interop_converters() -> list[ConverterSpec]:
                     load=_load_pair(target, shares),
                     zero_copy=shares,
                     accepts=takes,
-                    forms=frozenset({MASKED}),
                     keeps_flags=frozenset({MASKED}),
                     cost=cost if shares else cost + 2.0,
                     options=(OPTION,),
@@ -130,6 +131,7 @@ def interop_converters() -> list[ConverterSpec]:
                     validate=check_options,
                     context=True,
                     note=_SHARED if shares else "",
+                    array=ArrayEdge(forms=frozenset({MASKED})),
                 )
             )
     return edges

@@ -31,6 +31,7 @@ from typing import Any
 from interop_core.plugin import (
     ALIGNMENT,
     CPU,
+    ArrayEdge,
     CallContext,
     Casting,
     ConversionError,
@@ -650,8 +651,11 @@ def into_edges() -> list[ConverterSpec]:
             name=f"{source} buffer as an Arrow array (numpy view)", source=source, target=NAME,
             load=_through_numpy, zero_copy=True, accepts=shared, cost=4.0,
             context=True,
-            readonly_result=True if source != "torch" else None,  # JAX's, TF's: read-only views
-            note=_SHARE_NOTE if source == "torch" else "", memory_note=source == "torch",
+            note=_SHARE_NOTE if source == "torch" else "",
+            array=ArrayEdge(
+                readonly_result=True if source != "torch" else None,  # JAX's, TF's: read-only
+                memory_note=source == "torch",
+            ),
         )
         for source in ("torch", "jax", "tensorflow")
     ]  # fmt: skip
@@ -660,7 +664,7 @@ def into_edges() -> list[ConverterSpec]:
         ConverterSpec(
             name="numpy buffer as an Arrow array", source="numpy", target=NAME,
             load=lambda: shared_array, zero_copy=True, accepts=shared, cost=3.0,
-            note=_SHARE_NOTE, memory_note=True,
+            note=_SHARE_NOTE, array=ArrayEdge(memory_note=True),
         ),
         ConverterSpec(
             name="numpy copied into an Arrow array", source="numpy", target=NAME,

@@ -15,6 +15,7 @@ from interop_core.plugin import (
     ALIGNMENT,
     DTYPES,
     MOVE_COST,
+    ArrayEdge,
     Casting,
     ConverterSpec,
     Device,
@@ -224,20 +225,20 @@ def interop_converters() -> list[ConverterSpec]:
         ),
         ConverterSpec(
             name="cupy copy to another GPU", source="cupy", target="cupy", load=_load_to_gpu,
-            zero_copy=False, accepts=_C, devices=frozenset({"cuda"}), to_device="cuda",
-            cost=MOVE_COST,
+            zero_copy=False, accepts=_C, devices=frozenset({"cuda"}),
+            cost=MOVE_COST, array=ArrayEdge(to_device="cuda"),
         ),
         ConverterSpec(
             name="cupy.asarray (host to GPU)", source="numpy", target="cupy",
-            load=_load_from_host, zero_copy=False, devices=frozenset({"cpu"}), to_device="cuda",
+            load=_load_from_host, zero_copy=False, devices=frozenset({"cpu"}),
             accepts=replace(
                 NOT_CUPY, layouts=frozenset({"C", "F"}), layout_reason="uploads contiguous arrays"
             ),
-            cost=MOVE_COST,
+            cost=MOVE_COST, array=ArrayEdge(to_device="cuda"),
         ),
         ConverterSpec(
             name="cupy.ndarray.get() (GPU to host)", source="cupy", target="numpy",
             load=_load_to_host, zero_copy=False, accepts=_C, devices=frozenset({"cuda"}),
-            to_device="cpu", cost=MOVE_COST,
+            cost=MOVE_COST, array=ArrayEdge(to_device="cpu"),
         ),
     ]  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 from interop_core.plugin import (
     DTYPES,
     MOVE_COST,
+    ArrayEdge,
     Casting,
     ConverterSpec,
     Device,
@@ -383,10 +384,10 @@ def interop_converters() -> list[ConverterSpec]:
             # A sharded array is copied shard by shard and keeps its sharding (a ragged or
             # sparse one, of an opaque form, by its own edges).
             accepts=Needs(no_flags=frozenset()),
-            forms=frozenset({"sharded"}),
             keeps_flags=frozenset({"sharded", "replicated", "multiprocess"}),
             devices=frozenset({"cpu", "cuda"}),
             cost=5.0,
+            array=ArrayEdge(forms=frozenset({"sharded"})),
         ),
         ConverterSpec(
             name="jax.device_put(gpu)",
@@ -396,8 +397,8 @@ def interop_converters() -> list[ConverterSpec]:
             zero_copy=False,
             accepts=_PLAIN,
             devices=frozenset({"cpu", "cuda"}),
-            to_device="cuda",
             cost=MOVE_COST,
+            array=ArrayEdge(to_device="cuda"),
         ),
         ConverterSpec(
             name="jax.device_put(cpu)",
@@ -408,8 +409,8 @@ def interop_converters() -> list[ConverterSpec]:
             accepts=_PLAIN,
             # From a GPU, and between host devices (cpu:3 -> cpu:1).
             devices=frozenset({"cpu", "cuda"}),
-            to_device="cpu",
             cost=MOVE_COST,
+            array=ArrayEdge(to_device="cpu"),
         ),
         # Between host devices, sharing the buffer (cpu:3 -> cpu:1).
         ConverterSpec(
@@ -419,8 +420,8 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_share_on_host,
             zero_copy=True,
             accepts=_HOST_SHARED,
-            to_device="cpu",
             cost=MOVE_COST,
+            array=ArrayEdge(to_device="cpu"),
         ),
         # numpy -> a JAX host device other than the first (the DLPack edges land on that
         # one); the planner takes it only for "cpu:N", a move to where the array is not.
@@ -431,8 +432,8 @@ def interop_converters() -> list[ConverterSpec]:
             load=_load_to_cpu,
             zero_copy=True,
             accepts=_NUMPY_SHARED,
-            to_device="cpu",
             cost=MOVE_COST,
+            array=ArrayEdge(to_device="cpu"),
         ),
     ]
 

@@ -28,6 +28,7 @@ from typing import Any
 from interop_core.plugin import (
     ALIGNMENT,
     CPU,
+    ArrayEdge,
     Casting,
     ConversionError,
     ConverterSpec,
@@ -212,7 +213,7 @@ def interop_converters() -> list[ConverterSpec]:
             load=lambda: _view, zero_copy=True, cost=0.5,
             accepts=Needs(no_flags=frozenset({"requires_grad", SCATTERED})),
             note="the array views the Batch's DALI buffer (writes to it reach the Batch)",
-            memory_note=True,
+            array=ArrayEdge(memory_note=True),
         ),
         ConverterSpec(
             name="stack DALI Batch samples", source=NAME, target="numpy",

@@ -27,6 +27,7 @@ from interop_core.plugin import (
     ALIGNMENT,
     CPU,
     DTYPES,
+    ArrayEdge,
     ConverterSpec,
     Devices,
     FrameworkSpec,
@@ -256,12 +257,12 @@ def interop_converters() -> list[ConverterSpec]:
             load=_from_numpy,
             zero_copy=False,
             # array.array allocates with malloc: not 64-byte aligned (a copy is, by default).
-            aligned_result=False,
             accepts=Needs(
                 no_dtypes=_OTHER_DTYPES,
                 dtype_reason="pyarray holds only float32 and float64",
                 no_flags=frozenset({"masked"}),
             ),
             cost=2.0,
+            array=ArrayEdge(aligned_result=False),
         ),
     ]
