@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -182,30 +182,6 @@ def home(target: FrameworkSpec, here: Device, source: str = "") -> Device:
     return CPU if here.kind == "cpu" and here.index and target.name != source else here
 
 
-def visible_devices(st: State, name: str) -> tuple[str, ...] | None:
-    """The devices framework ``name`` sees, asked once per registry build (None when its
-    spec does not say, or asking failed)."""
-    if name in st.visible:
-        return st.visible[name]
-    spec = st.frameworks.get(name)
-    found = None
-    if spec is not None and spec.devices.visible is not None and st.installed.get(name, False):
-        try:
-            found = tuple(spec.devices.visible())
-        except Exception:  # a framework that fails to start: let its converters say why
-            found = None
-    st.visible[name] = found
-    return found
-
-
-def device_refusal(st: State, name: str, device: str) -> str | None:
-    """Why framework ``name`` cannot hold an array on ``device`` here (None: it can)."""
-    seen = visible_devices(st, name)
-    if seen is None or device in seen:
-        return None
-    return f"{name} sees no {device} device on this machine (it sees: {', '.join(seen) or 'none'})"
-
-
 def object_request(
     spec: KindSpec, kind: Kind, source: FrameworkSpec | None, asked: Asked
 ) -> Request:
@@ -217,87 +193,6 @@ def object_request(
     what = spec.description or f"a {framework} {kind.name}"
     opts = tuple(sorted(asked.options.items()))
     return Request(start, kind, source, asked.target, asked.device, opts, what)
-
-
-def find_route(
-    st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()
-) -> tuple[Route, Search]:
-    """The cheapest route for ``req`` and the search that found it, leaving out the
-    ``excluded`` (plugin, converter) pairs; raises when there is none."""
-    info, target = req.info, req.target
-    if info is not None and info.dtype not in target.dtypes and info.framework != target.name:
-        reason = RefusedEdge("(dtype check)", target.plugin, f"*->{target.name}",
-                             f"{target.name} has no dtype {info.dtype}", target.name)  # fmt: skip
-        raise NoRouteError(
-            req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
-        )
-    if req.kind.on_device and req.goal != "cpu":  # every framework holds objects on "cpu"
-        _check_device(st, req, req.goal)
-    opted_in = req.opted_in
-    # An opt-in edge into the target that marks its result asks for such a result
-    # (mesh=: a DTensor, not any torch tensor).
-    asked = [
-        e for e in st.declared
-        if e.opt_in in opted_in and e.adds_flags and e.target == target.name
-        and e.kind == req.start.kind
-    ] if opted_in else []  # fmt: skip
-    goal = Goal(
-        target.name, req.goal, req.goal_kind, frozenset().union(*(e.adds_flags for e in asked)),
-        opted_in, req.opted_out,
-    )  # fmt: skip
-    sees = functools.partial(device_refusal, st)
-    found = st.graph.search(req.start, goal, excluded, sees)
-    if not found.found:
-        relevant = [r for r in found.refused if r.target == target.name] or found.refused
-        if (
-            req.copy is False
-            and st.graph.search(req.start._replace(copy=None), goal, excluded, sees).found
-        ):
-            raise CopyRequiredError(req.what(), found.refused, relevant)
-        advice = ""
-        if asked:
-            options = ", ".join(sorted({f"{e.opt_in}=" for e in asked}))
-            makers = "; ".join(f"{e.name} [{e.edge}]" for e in asked)
-            advice = f"{options} asks for a result only these converters make: {makers}."
-        elif info is not None and req.device != info.device:
-            advice = (
-                f"{req.goal} is reached only by a device move that accepts this "
-                f"{req.kind.name}; `python -m interop_core doctor` lists the devices each "
-                "framework sees."
-            )
-        raise NoRouteError(req.what(), found.refused, advice, relevant)
-    _check_options(st, req, found)
-    return make_route(st.graph, req.start, goal, found, info.nbytes if info else 0), found
-
-
-def _check_device(st: State, req: Request, goal: str) -> None:
-    """The target must see the goal device (asked here, before any search, for a clear
-    error). A host device no framework sees (cpu:99) is a DeviceError: no route helps."""
-    target = req.target.name
-    unseen = device_refusal(st, target, goal)
-    if device_kind(goal) == "cpu" and (unseen is not None or visible_devices(st, target) is None):
-        found = {n: visible_devices(st, n) for n in st.frameworks if st.installed.get(n)}
-        listed = {n: seen for n, seen in found.items() if seen is not None}
-        if listed and not any(goal in seen for seen in listed.values()):
-            lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
-            advice = " ".join(
-                f"({st.frameworks[n].devices.advice})"
-                for n in listed if st.frameworks[n].devices.advice
-            )  # fmt: skip
-            raise DeviceError(
-                f"device={goal!r}: no framework here has such a device.\nThe devices each "
-                f"sees: {lines}." + (f" {advice}" if advice else "")
-            )
-    if unseen is None:
-        return
-    seen = visible_devices(st, target)
-    raise NoRouteError(
-        req.what(),
-        [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen, target)],
-        f"Pass device= one of {', '.join(seen)}."
-        if seen
-        else f"No {target} array can be made on this machine: {target} finds no device.",
-    )
 
 
 #: How many converters taking a misplaced option an OptionError names, per option.
@@ -313,80 +208,6 @@ def _validate(req: Request, found: Search) -> None:
                 e.validate(MappingProxyType(given))
 
 
-def _check_options(st: State, req: Request, found: Search) -> None:
-    """Every option of ``req`` must be declared by an edge of the route found."""
-    if not req.options:  # the common request: nothing to check
-        return
-    taken = {name for _, e, _ in found.path for name in _options(st, e)}
-    # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
-    # route is cheapest, unless the edge marks its result and is opted in: then the option
-    # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
-    # Nor is an opt-in of edges from the start's framework that handle other objects of it
-    # (a masked array's nulls=, asked of a plain array): they could never take this one.
-    opted = req.opted_in
-    opt_ins = {
-        e.opt_in for e in st.declared
-        if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
-        and not _other_variant(e, req.start)
-    } | {e.opt_out for e in st.declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
-    unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
-    if not unknown:
-        _validate(req, found)
-        return
-    import difflib
-
-    # The converters for such objects that take these options; for a name none takes (a
-    # misspelt one), those taking a close name: never the whole catalogue.
-    own = [e for e in st.declared if e.kind == req.start.kind and e.options]
-    names = {n for e in own for n in e.options}
-    wanted = {u: [u] if u in names else difflib.get_close_matches(u, names, n=2, cutoff=0.75)
-              for u in unknown}  # fmt: skip
-    takers = {n: [e for e in own if n in e.options] for ns in wanted.values() for n in ns}
-    route = " -> ".join([req.start.framework, *(e.target for _, e, _ in found.path)])
-    # A misspelt name is the usual cause: suggest the close names valid on this route.
-    valid = {"device", "copy", "dtype", "source", *taken, *opt_ins}
-    close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
-    guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
-    elsewhere = [n for u in unknown for n in wanted[u] if n != u]
-    if not close and elsewhere:
-        guess = f"did you mean {', '.join(f'{m}=' for m in elsewhere)} (other routes take it)?"
-        close = elsewhere
-    # The first line stays short; the listings follow, one item per line.
-    lines = [
-        f"Unknown option(s) {', '.join(unknown)} for the route {route}: "
-        + (guess if close else "no converter on it takes them."),
-        f"The route ({req.what()}) takes "
-        + (f"the options {', '.join(f'{n}=' for n in sorted(taken))}" if taken else "no options")
-        + "; to() itself takes device=, copy=, dtype= and source=.",
-    ]
-    # An edge that takes the option but was refused says why the route could not use it.
-    wanting = {(e.name, e.plugin) for n in unknown for e in takers.get(n, ())}
-    refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
-               if (r.converter, r.plugin) in wanting]  # fmt: skip
-    if refused:
-        lines += ["Refused on this route:", *refused]
-    if "dtype" not in unknown:  # options are no way to cast: say how to
-        lines.append(
-            "to() never casts: the result keeps the source's dtype unless dtype= is given."
-        )
-    listing = []
-    for n, es in takers.items():
-        firsts: dict[str, ConverterSpec] = {}  # one example per source framework
-        for e in es:
-            firsts.setdefault(e.source, e)
-        examples = [*firsts.values()][:_LISTED]
-        listing.append(
-            f"  {n}=: {len(es)} converter(s), e.g. "
-            + ", ".join(f"{e.name} [{e.edge}]" for e in examples)
-        )
-    if listing:
-        lines += [f"Other routes for {req.kind.plural} take:", *listing]
-    elif len(own) <= 2 * _LISTED:  # a short catalogue (a kind of few edges): all of it
-        catalogue = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in own]
-        lines += [f"Options for {req.kind.plural} are taken by:", *catalogue]
-    raise OptionError("\n".join(lines), unknown)
-
-
 def _other_variant(edge: ConverterSpec, start: PlanKey) -> bool:
     """Is ``edge`` one from ``start``'s framework that handles other objects of it (its
     predicate refuses ``start`` as another variant: a flag it needs is missing)?"""
@@ -394,143 +215,6 @@ def _other_variant(edge: ConverterSpec, start: PlanKey) -> bool:
         return False
     reason = edge.accepts(start)
     return reason is not None and category(reason) == VARIANT
-
-
-def plan(st: State, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:
-    """The cheapest route for ``req``, bound to its functions; raises when there is none."""
-    return bind(st, req, *find_route(st, req, excluded))
-
-
-def bind(st: State, req: Request, route: Route, found: Search) -> Plan:
-    """The plan that runs ``route`` (found by ``found``) for ``req``: its steps' functions
-    loaded and bound to the request's device and options."""
-    edges = tuple(e for _, e, _ in found.path)
-    load = _loader(st)
-    funcs = tuple(_bind(st, req, e, st.cache.load(e, load), after) for _, e, after in found.path)
-    by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
-    return Plan(route, funcs, edges, by_alignment, found.flags)
-
-
-def _bind(st: State, req: Request, edge: ConverterSpec, func: Any, after: PlanKey) -> Runner:
-    """The step's function of one argument: a device move gets its Device, an edge that
-    takes a context gets one (its options, the device, a ``to()`` on this snapshot)."""
-    if edge.array.to_device:
-        return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
-    if not edge.context:
-        return func  # type: ignore[no-any-return]
-    options = _options(st, edge)
-    ctx = CallContext(
-        device=req.device,
-        options=MappingProxyType({k: v for k, v in req.options if k in options}),
-        to=st.to,
-        copy=req.copy,
-        target=req.target.name,
-        hook=st.hook,
-    )
-
-    def step(obj: Any) -> Any:
-        return func(obj, ctx)
-
-    return step
-
-
-def _options(st: State, edge: ConverterSpec) -> frozenset[str] | tuple[str, ...]:
-    """The options ``edge`` takes: those it declares and, on an edge of a kind whose
-    ``copy=`` reaches its items (an iterator's), every array edge's, for each item's ``to()``,
-    but for the names that choose an edge of that kind (``sharding=`` picks global batches)."""
-    if st.graph.kind(edge.kind).copy != "items":
-        return edge.options
-    steering = {n for e in st.declared if e.kind == edge.kind for n in (e.opt_in, e.opt_out)}
-    return (st.array_options - steering).union(edge.options)
-
-
-def _loader(st: State) -> Callable[[ConverterSpec], Any]:
-    """Loads an edge's function; a missing module names the framework and its install hint."""
-
-    def load(edge: ConverterSpec) -> Any:
-        try:
-            return edge.load()
-        except ImportError as exc:
-            top = (exc.name or "").partition(".")[0]
-            owner = next((s for s in st.frameworks.values() if top and s.import_name == top), None)
-            if owner is None:
-                missing = exc.name or edge.target
-                raise FrameworkNotInstalledError(missing, f"pip install {top or missing}") from exc
-            hint = owner.install_hint
-            raise FrameworkNotInstalledError(owner.name, hint) from exc
-        except Exception as exc:
-            raise ConversionError(
-                f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to "
-                f"load: {type(exc).__name__}: {exc}"
-            ) from exc
-
-    return load
-
-
-def convert(st: State, obj: Any, req: Request, fast_key: FastKey | None = None) -> Any:
-    """Plan (or reuse) the route ``req`` asks for ``obj``, and run it.
-
-    A kind with a warm path (arrays) stores the runner under ``fast_key``, the warm-path
-    key (type, target, device, copy) as the user gave them (None when they are not
-    hashable or options were given: the request is planned every time). Objects of other
-    kinds are converted once and used many times: their route depends on the option names
-    and the opt-ins, never on the values (``output_map=[...]`` need not be hashable), so
-    it is cached by those, and only binding (microseconds) is repeated.
-    """
-    if req.kind.warm:
-        the_plan = plan(st, req)
-        if fast_key is not None and req.source is not None:
-            _store(st, obj, req, req.source, the_plan, fast_key)
-        return run(st, req, obj, the_plan)
-    route, found, excluded = object_route(st, obj, req)
-    return run(st, req, obj, bind(st, req, route, found), excluded)
-
-
-def object_route(
-    st: State, obj: Any, req: Request
-) -> tuple[Route, Search, frozenset[tuple[str, str]]]:
-    """The route for ``obj``, of a kind converted once, and the edges left out for it.
-
-    Routes are cached by what planning depends on (see ``PlanCache.requests``). An edge
-    that inspects objects (``ConverterSpec.inspects``) looks at this one; a refusal leaves
-    the edge out for this object only, and the Route says why in its notes and refusals.
-    """
-    names = tuple(name for name, _ in req.options)
-    excluded: frozenset[tuple[str, str]] = frozenset()
-    refused: list[RefusedEdge] = []
-    while True:
-        key = (req.route_key, names, req.opted_in, req.opted_out, excluded)
-        found = st.cache.requests.get(key)
-        if found is None:
-            try:
-                found = find_route(st, req, excluded)
-            except InteropError as exc:
-                if not refused:
-                    raise
-                raise ConversionError(
-                    f"No route {req.what()}: "
-                    + "; ".join(f"{r.converter} [{r.edge}] refused it: {r.reason}" for r in refused)
-                    + f". Without it: {exc}"
-                ) from exc
-            st.cache.requests[key] = found
-        else:  # the key holds the options' names, not their values: checked each call
-            _validate(req, found[1])
-        refusal = _inspection(found[1], obj)
-        if refusal is None:
-            break
-        refused.append(refusal)
-        excluded |= {(refusal.plugin, refusal.converter)}
-    route, search = found
-    if refused:
-        route = route._replace(
-            refused=route.refused + tuple(refused),
-            refusals=tuple(refused) + route.refusals,
-            notes=route.notes + tuple(
-                f"not {r.converter} [{r.edge}] for this {req.kind.name}: {r.reason}"
-                for r in refused
-            ),
-        )  # fmt: skip
-    return route, search, excluded
 
 
 def _inspection(found: Search, obj: Any) -> RefusedEdge | None:
@@ -549,65 +233,6 @@ def _inspection(found: Search, obj: Any) -> RefusedEdge | None:
     return None
 
 
-def run(
-    st: State, req: Request, obj: Any, the_plan: Plan,
-    excluded: frozenset[tuple[str, str]] = frozenset(),
-) -> Any:  # fmt: skip
-    """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
-    try:
-        return the_plan.run(obj)
-    except Exception as exc:
-        return recover(st, req, obj, the_plan, exc, excluded)
-
-
-def recover(
-    st: State, req: Request, obj: Any, the_plan: Plan, exc: Exception,
-    excluded: frozenset[tuple[str, str]] = frozenset(),
-) -> Any:  # fmt: skip
-    """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
-
-    BufferError/NotImplementedError: the route is re-planned without that converter for
-    this object only (warned once per route): one object's refusal never changes the route
-    of another, so the cache keeps the plan. An InteropError raised on purpose by a
-    converter passes through; anything else is a ConversionError.
-    """
-    edge, error = the_plan.failed_step(exc)
-    if isinstance(error, InteropError):
-        raise error
-    if not edge.rerun or not isinstance(error, (BufferError, NotImplementedError)):
-        raise ConversionError(_failure(edge, req, error)) from error
-    if st.cache.first_failure(req.route_key, edge):
-        warnings.warn(
-            _failure(edge, req, error) + " It is left out of the route for this object "
-            "(other objects still try it; this warning is given once).",
-            PluginWarning,
-            stacklevel=5,
-        )
-    excluded = excluded | {(edge.plugin, edge.name)}
-    try:
-        again = plan(st, req, excluded)
-    except InteropError as no_route:
-        raise ConversionError(
-            _failure(edge, req, error) + f" Without it there is no route: {no_route}"
-        ) from error
-    return run(st, req, obj, again, excluded)
-
-
-def warm_failure(st: State, obj: Any, fast_key: FastKey, exc: Exception) -> Any:
-    """The cached runner for ``obj`` (under ``fast_key``: type, target, device and copy as
-    given) raised ``exc``: handle it without running the failed step again."""
-    source = st.detect(obj)
-    if source is None:  # cached, so detected before: cannot happen
-        raise exc
-    _, target, device, copy = fast_key
-    req = request(obj, source, Asked(st.resolve(target), st.parse_device(device), copy, {}))
-    the_plan = st.cache.cached_plan(obj, req.target.name, fast_key)
-    if the_plan is None or isinstance(exc, StalePlan):
-        # A global flag changed since planning (or the entry is gone): plan afresh.
-        return convert(st, obj, req, fast_key)
-    return recover(st, req, obj, the_plan, exc)
-
-
 def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
     info = req.info
     what = (
@@ -621,23 +246,411 @@ def _failure(edge: ConverterSpec, req: Request, exc: BaseException) -> str:
     )
 
 
-def _store(
-    st: State, obj: Any, req: Request, source: FrameworkSpec, the_plan: Plan, fast_key: FastKey
-) -> None:  # fmt: skip
-    """Cache the runner under the key the route's predicates read."""
-    # Alignment costs too much to read on every call: key by it only when the route turns
-    # on it. The search knows when it does, and when it might: then plan the other.
-    by_alignment = the_plan.by_alignment == "yes"
-    info = req.info
-    if the_plan.by_alignment == "maybe" and source.aligned_key is not None and info:
-        flipped = req.described(info._replace(aligned=not info.aligned), req.copy)
+class Router:
+    """The slow path of one registry build, bound to its :class:`State` (one each, made
+    with it): plans the route a request asks for, binds its converters, caches the plan and
+    runs it, and handles a failed step. The state detects and describes; the router routes.
+    """
+
+    def __init__(self, st: State) -> None:
+        self.st = st
+        #: Framework name -> the devices it sees (None: it does not say), asked on first need.
+        self.visible: dict[str, tuple[str, ...] | None] = {}
+
+    def visible_devices(self, name: str) -> tuple[str, ...] | None:
+        """The devices framework ``name`` sees, asked once per registry build (None when its
+        spec does not say, or asking failed)."""
+        if name in self.visible:
+            return self.visible[name]
+        spec = self.st.frameworks.get(name)
+        found = None
+        if (
+            spec is not None
+            and spec.devices.visible is not None
+            and self.st.installed.get(name, False)
+        ):
+            try:
+                found = tuple(spec.devices.visible())
+            except Exception:  # a framework that fails to start: let its converters say why
+                found = None
+        self.visible[name] = found
+        return found
+
+    def device_refusal(self, name: str, device: str) -> str | None:
+        """Why framework ``name`` cannot hold an array on ``device`` here (None: it can)."""
+        seen = self.visible_devices(name)
+        if seen is None or device in seen:
+            return None
+        return (
+            f"{name} sees no {device} device on this machine (it sees: {', '.join(seen) or 'none'})"
+        )
+
+    def find_route(
+        self, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()
+    ) -> tuple[Route, Search]:
+        """The cheapest route for ``req`` and the search that found it, leaving out the
+        ``excluded`` (plugin, converter) pairs; raises when there is none."""
+        info, target = req.info, req.target
+        if info is not None and info.dtype not in target.dtypes and info.framework != target.name:
+            reason = RefusedEdge(
+                "(dtype check)", target.plugin, f"*->{target.name}",
+                f"{target.name} has no dtype {info.dtype}", target.name,
+            )  # fmt: skip
+            raise NoRouteError(
+                req.what(), [reason], f"Cast the array to a dtype {target.name} can hold."
+            )
+        if req.kind.on_device and req.goal != "cpu":  # every framework holds objects on "cpu"
+            self._check_device(req, req.goal)
+        opted_in = req.opted_in
+        # An opt-in edge into the target that marks its result asks for such a result
+        # (mesh=: a DTensor, not any torch tensor).
+        asked = [
+            e for e in self.st.declared
+            if e.opt_in in opted_in and e.adds_flags and e.target == target.name
+            and e.kind == req.start.kind
+        ] if opted_in else []  # fmt: skip
+        goal = Goal(
+            target.name, req.goal, req.goal_kind, frozenset().union(*(e.adds_flags for e in asked)),
+            opted_in, req.opted_out,
+        )  # fmt: skip
+        sees = self.device_refusal
+        found = self.st.graph.search(req.start, goal, excluded, sees)
+        if not found.found:
+            relevant = [r for r in found.refused if r.target == target.name] or found.refused
+            if (
+                req.copy is False
+                and self.st.graph.search(req.start._replace(copy=None), goal, excluded, sees).found
+            ):
+                raise CopyRequiredError(req.what(), found.refused, relevant)
+            advice = ""
+            if asked:
+                options = ", ".join(sorted({f"{e.opt_in}=" for e in asked}))
+                makers = "; ".join(f"{e.name} [{e.edge}]" for e in asked)
+                advice = f"{options} asks for a result only these converters make: {makers}."
+            elif info is not None and req.device != info.device:
+                advice = (
+                    f"{req.goal} is reached only by a device move that accepts this "
+                    f"{req.kind.name}; `python -m interop_core doctor` lists the devices each "
+                    "framework sees."
+                )
+            raise NoRouteError(req.what(), found.refused, advice, relevant)
+        self._check_options(req, found)
+        return make_route(self.st.graph, req.start, goal, found, info.nbytes if info else 0), found
+
+    def _check_device(self, req: Request, goal: str) -> None:
+        """The target must see the goal device (asked here, before any search, for a clear
+        error). A host device no framework sees (cpu:99) is a DeviceError: no route helps."""
+        target = req.target.name
+        unseen = self.device_refusal(target, goal)
+        if device_kind(goal) == "cpu" and (
+            unseen is not None or self.visible_devices(target) is None
+        ):
+            found = {
+                n: self.visible_devices(n) for n in self.st.frameworks if self.st.installed.get(n)
+            }
+            listed = {n: seen for n, seen in found.items() if seen is not None}
+            if listed and not any(goal in seen for seen in listed.values()):
+                lines = "; ".join(f"{n}: {', '.join(seen) or 'none'}" for n, seen in listed.items())
+                advice = " ".join(
+                    f"({self.st.frameworks[n].devices.advice})"
+                    for n in listed if self.st.frameworks[n].devices.advice
+                )  # fmt: skip
+                raise DeviceError(
+                    f"device={goal!r}: no framework here has such a device.\nThe devices each "
+                    f"sees: {lines}." + (f" {advice}" if advice else "")
+                )
+        if unseen is None:
+            return
+        seen = self.visible_devices(target)
+        raise NoRouteError(
+            req.what(),
+            [RefusedEdge("(device check)", req.target.plugin, f"*->{target}", unseen, target)],
+            f"Pass device= one of {', '.join(seen)}."
+            if seen
+            else f"No {target} array can be made on this machine: {target} finds no device.",
+        )
+
+    def _check_options(self, req: Request, found: Search) -> None:
+        """Every option of ``req`` must be declared by an edge of the route found."""
+        if not req.options:  # the common request: nothing to check
+            return
+        taken = {name for _, e, _ in found.path for name in self._options(e)}
+        # Opting in to (or out of: None, False) an edge of this kind is a valid request whichever
+        # route is cheapest, unless the edge marks its result and is opted in: then the option
+        # asks for that result. An opt-in of another kind (a pipeline's sharding=) is unknown here.
+        # Nor is an opt-in of edges from the start's framework that handle other objects of it
+        # (a masked array's nulls=, asked of a plain array): they could never take this one.
+        opted, declared = req.opted_in, self.st.declared
+        opt_ins = {
+            e.opt_in for e in declared
+            if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
+            and not _other_variant(e, req.start)
+        } | {e.opt_out for e in declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
+        unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)
+        if not unknown:
+            _validate(req, found)
+            return
+        import difflib
+
+        # The converters for such objects that take these options; for a name none takes (a
+        # misspelt one), those taking a close name: never the whole catalogue.
+        own = [e for e in self.st.declared if e.kind == req.start.kind and e.options]
+        names = {n for e in own for n in e.options}
+        wanted = {u: [u] if u in names else difflib.get_close_matches(u, names, n=2, cutoff=0.75)
+                  for u in unknown}  # fmt: skip
+        takers = {n: [e for e in own if n in e.options] for ns in wanted.values() for n in ns}
+        route = " -> ".join([req.start.framework, *(e.target for _, e, _ in found.path)])
+        # A misspelt name is the usual cause: suggest the close names valid on this route.
+        valid = {"device", "copy", "dtype", "source", *taken, *opt_ins}
+        close = [m for u in unknown for m in difflib.get_close_matches(u, valid, n=1, cutoff=0.6)]
+        guess = f"did you mean {', '.join(f'{m}=' for m in dict.fromkeys(close))}?"
+        elsewhere = [n for u in unknown for n in wanted[u] if n != u]
+        if not close and elsewhere:
+            guess = f"did you mean {', '.join(f'{m}=' for m in elsewhere)} (other routes take it)?"
+            close = elsewhere
+        # The first line stays short; the listings follow, one item per line.
+        lines = [
+            f"Unknown option(s) {', '.join(unknown)} for the route {route}: "
+            + (guess if close else "no converter on it takes them."),
+            f"The route ({req.what()}) takes "
+            + (
+                f"the options {', '.join(f'{n}=' for n in sorted(taken))}"
+                if taken
+                else "no options"
+            )
+            + "; to() itself takes device=, copy=, dtype= and source=.",
+        ]
+        # An edge that takes the option but was refused says why the route could not use it.
+        wanting = {(e.name, e.plugin) for n in unknown for e in takers.get(n, ())}
+        refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
+                   if (r.converter, r.plugin) in wanting]  # fmt: skip
+        if refused:
+            lines += ["Refused on this route:", *refused]
+        if "dtype" not in unknown:  # options are no way to cast: say how to
+            lines.append(
+                "to() never casts: the result keeps the source's dtype unless dtype= is given."
+            )
+        listing = []
+        for n, es in takers.items():
+            firsts: dict[str, ConverterSpec] = {}  # one example per source framework
+            for e in es:
+                firsts.setdefault(e.source, e)
+            examples = [*firsts.values()][:_LISTED]
+            listing.append(
+                f"  {n}=: {len(es)} converter(s), e.g. "
+                + ", ".join(f"{e.name} [{e.edge}]" for e in examples)
+            )
+        if listing:
+            lines += [f"Other routes for {req.kind.plural} take:", *listing]
+        elif len(own) <= 2 * _LISTED:  # a short catalogue (a kind of few edges): all of it
+            catalogue = [f"  {e.name} [{e.edge} {e.kind}]: {', '.join(e.options)}" for e in own]
+            lines += [f"Options for {req.kind.plural} are taken by:", *catalogue]
+        raise OptionError("\n".join(lines), unknown)
+
+    def plan(self, req: Request, excluded: frozenset[tuple[str, str]] = frozenset()) -> Plan:
+        """The cheapest route for ``req``, bound to its functions; raises when there is none."""
+        return self.bind(req, *self.find_route(req, excluded))
+
+    def bind(self, req: Request, route: Route, found: Search) -> Plan:
+        """The plan that runs ``route`` (found by ``found``) for ``req``: its steps' functions
+        loaded and bound to the request's device and options."""
+        edges = tuple(e for _, e, _ in found.path)
+        load = self.st.cache.load
+        funcs = tuple(self._bind(req, e, load(e, self._load), after) for _, e, after in found.path)
+        by_alignment = "yes" if found.path_aligned else "maybe" if found.refused_aligned else "no"
+        return Plan(route, funcs, edges, by_alignment, found.flags)
+
+    def _bind(self, req: Request, edge: ConverterSpec, func: Any, after: PlanKey) -> Runner:
+        """The step's function of one argument: a device move gets its Device, an edge that
+        takes a context gets one (its options, the device, a ``to()`` on this snapshot)."""
+        if edge.array.to_device:
+            return functools.partial(func, device=Device.parse(after.device))  # type: ignore[no-any-return]
+        if not edge.context:
+            return func  # type: ignore[no-any-return]
+        options = self._options(edge)
+        ctx = CallContext(
+            device=req.device,
+            options=MappingProxyType({k: v for k, v in req.options if k in options}),
+            to=self.st.to,
+            copy=req.copy,
+            target=req.target.name,
+            hook=self.st.hook,
+        )
+
+        def step(obj: Any) -> Any:
+            return func(obj, ctx)
+
+        return step
+
+    def _options(self, edge: ConverterSpec) -> frozenset[str] | tuple[str, ...]:
+        """The options ``edge`` takes: those it declares and, on an edge of a kind whose
+        ``copy=`` reaches its items (an iterator's), every array edge's, for each item's ``to()``,
+        but for the names that choose an edge of that kind (``sharding=`` picks global batches)."""
+        if self.st.graph.kind(edge.kind).copy != "items":
+            return edge.options
+        steering = {
+            n for e in self.st.declared if e.kind == edge.kind for n in (e.opt_in, e.opt_out)
+        }
+        return (self.st.array_options - steering).union(edge.options)
+
+    def _load(self, edge: ConverterSpec) -> Any:
+        """Loads an edge's function; a missing module names the framework and its install hint."""
         try:
-            by_alignment = plan_edges(st, flipped) != the_plan.edges
-        except InteropError:
-            by_alignment = True  # that alignment has no route at all
-    st.cache.store(obj, source, req.target.name, fast_key, the_plan, by_alignment)
+            return edge.load()
+        except ImportError as exc:
+            top = (exc.name or "").partition(".")[0]
+            frameworks = self.st.frameworks.values()
+            owner = next((s for s in frameworks if top and s.import_name == top), None)
+            if owner is None:
+                missing = exc.name or edge.target
+                raise FrameworkNotInstalledError(missing, f"pip install {top or missing}") from exc
+            raise FrameworkNotInstalledError(owner.name, owner.install_hint) from exc
+        except Exception as exc:
+            raise ConversionError(
+                f"Converter {edge.name!r} [{edge.edge}] of plugin {edge.plugin!r} failed to "
+                f"load: {type(exc).__name__}: {exc}"
+            ) from exc
 
+    def convert(self, obj: Any, req: Request, fast_key: FastKey | None = None) -> Any:
+        """Plan (or reuse) the route ``req`` asks for ``obj``, and run it.
 
-def plan_edges(st: State, req: Request) -> tuple[ConverterSpec, ...]:
-    """The edges of the route ``req`` would take (nothing is loaded)."""
-    return tuple(e for _, e, _ in find_route(st, req)[1].path)
+        A kind with a warm path (arrays) stores the runner under ``fast_key``, the warm-path
+        key (type, target, device, copy) as the user gave them (None when they are not
+        hashable or options were given: the request is planned every time). Objects of other
+        kinds are converted once and used many times: their route depends on the option names
+        and the opt-ins, never on the values (``output_map=[...]`` need not be hashable), so
+        it is cached by those, and only binding (microseconds) is repeated.
+        """
+        if req.kind.warm:
+            the_plan = self.plan(req)
+            if fast_key is not None and req.source is not None:
+                self._store(obj, req, req.source, the_plan, fast_key)
+            return self.run(req, obj, the_plan)
+        route, found, excluded = self.object_route(obj, req)
+        return self.run(req, obj, self.bind(req, route, found), excluded)
+
+    def object_route(
+        self, obj: Any, req: Request
+    ) -> tuple[Route, Search, frozenset[tuple[str, str]]]:
+        """The route for ``obj``, of a kind converted once, and the edges left out for it.
+
+        Routes are cached by what planning depends on (see ``PlanCache.requests``). An edge
+        that inspects objects (``ConverterSpec.inspects``) looks at this one; a refusal leaves
+        the edge out for this object only, and the Route says why in its notes and refusals.
+        """
+        names = tuple(name for name, _ in req.options)
+        excluded: frozenset[tuple[str, str]] = frozenset()
+        refused: list[RefusedEdge] = []
+        while True:
+            key = (req.route_key, names, req.opted_in, req.opted_out, excluded)
+            found = self.st.cache.requests.get(key)
+            if found is None:
+                try:
+                    found = self.find_route(req, excluded)
+                except InteropError as exc:
+                    if not refused:
+                        raise
+                    raise ConversionError(
+                        f"No route {req.what()}: "
+                        + "; ".join(
+                            f"{r.converter} [{r.edge}] refused it: {r.reason}" for r in refused
+                        )
+                        + f". Without it: {exc}"
+                    ) from exc
+                self.st.cache.requests[key] = found
+            else:  # the key holds the options' names, not their values: checked each call
+                _validate(req, found[1])
+            refusal = _inspection(found[1], obj)
+            if refusal is None:
+                break
+            refused.append(refusal)
+            excluded |= {(refusal.plugin, refusal.converter)}
+        route, search = found
+        if refused:
+            route = route._replace(
+                refused=route.refused + tuple(refused),
+                refusals=tuple(refused) + route.refusals,
+                notes=route.notes + tuple(
+                    f"not {r.converter} [{r.edge}] for this {req.kind.name}: {r.reason}"
+                    for r in refused
+                ),
+            )  # fmt: skip
+        return route, search, excluded
+
+    def run(
+        self, req: Request, obj: Any, the_plan: Plan,
+        excluded: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Any:  # fmt: skip
+        """Run ``the_plan`` on ``obj``; a failed step is handled once, never re-run."""
+        try:
+            return the_plan.run(obj)
+        except Exception as exc:
+            return self.recover(req, obj, the_plan, exc, excluded)
+
+    def recover(
+        self, req: Request, obj: Any, the_plan: Plan, exc: Exception,
+        excluded: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Any:  # fmt: skip
+        """Handle the failure ``exc`` of a step of ``the_plan`` (which must not run again).
+
+        BufferError/NotImplementedError: the route is re-planned without that converter for
+        this object only (warned once per route): one object's refusal never changes the route
+        of another, so the cache keeps the plan. An InteropError raised on purpose by a
+        converter passes through; anything else is a ConversionError.
+        """
+        edge, error = the_plan.failed_step(exc)
+        if isinstance(error, InteropError):
+            raise error
+        if not edge.rerun or not isinstance(error, (BufferError, NotImplementedError)):
+            raise ConversionError(_failure(edge, req, error)) from error
+        if self.st.cache.first_failure(req.route_key, edge):
+            warnings.warn(
+                _failure(edge, req, error) + " It is left out of the route for this object "
+                "(other objects still try it; this warning is given once).",
+                PluginWarning,
+                stacklevel=5,
+            )
+        excluded = excluded | {(edge.plugin, edge.name)}
+        try:
+            again = self.plan(req, excluded)
+        except InteropError as no_route:
+            raise ConversionError(
+                _failure(edge, req, error) + f" Without it there is no route: {no_route}"
+            ) from error
+        return self.run(req, obj, again, excluded)
+
+    def warm_failure(self, obj: Any, fast_key: FastKey, exc: Exception) -> Any:
+        """The cached runner for ``obj`` (under ``fast_key``: type, target, device and copy as
+        given) raised ``exc``: handle it without running the failed step again."""
+        source = self.st.detect(obj)
+        if source is None:  # cached, so detected before: cannot happen
+            raise exc
+        _, target, device, copy = fast_key
+        req = request(
+            obj, source, Asked(self.st.resolve(target), self.st.parse_device(device), copy, {})
+        )
+        the_plan = self.st.cache.cached_plan(obj, req.target.name, fast_key)
+        if the_plan is None or isinstance(exc, StalePlan):
+            # A global flag changed since planning (or the entry is gone): plan afresh.
+            return self.convert(obj, req, fast_key)
+        return self.recover(req, obj, the_plan, exc)
+
+    def _store(
+        self, obj: Any, req: Request, source: FrameworkSpec, the_plan: Plan, fast_key: FastKey
+    ) -> None:
+        """Cache the runner under the key the route's predicates read."""
+        # Alignment costs too much to read on every call: key by it only when the route turns
+        # on it. The search knows when it does, and when it might: then plan the other.
+        by_alignment = the_plan.by_alignment == "yes"
+        info = req.info
+        if the_plan.by_alignment == "maybe" and source.aligned_key is not None and info:
+            flipped = req.described(info._replace(aligned=not info.aligned), req.copy)
+            try:
+                by_alignment = self.plan_edges(flipped) != the_plan.edges
+            except InteropError:
+                by_alignment = True  # that alignment has no route at all
+        self.st.cache.store(obj, source, req.target.name, fast_key, the_plan, by_alignment)
+
+    def plan_edges(self, req: Request) -> tuple[ConverterSpec, ...]:
+        """The edges of the route ``req`` would take (nothing is loaded)."""
+        return tuple(e for _, e, _ in self.find_route(req)[1].path)

@@ -36,18 +36,7 @@ from .forms import Split
 from .plancache import Entry, PlanCache
 from .planner import Graph
 from .plans import Runner
-from .router import (
-    Asked,
-    Request,
-    convert,
-    describe,
-    find_route,
-    object_request,
-    object_route,
-    request,
-    snapshot,
-    warm_failure,
-)
+from .router import Asked, Request, Router, describe, object_request, request, snapshot
 from .routes import RouteTree
 
 
@@ -110,7 +99,7 @@ class State:
     __slots__ = (
         "array_options", "cache", "declared", "detect", "fast", "frameworks", "generation",
         "graph", "hook", "installed", "kinds", "known", "names", "owned_claims", "parse_hook",
-        "plain", "visible",
+        "plain", "router",
     )  # fmt: skip
 
     def __init__(
@@ -153,11 +142,11 @@ class State:
         #: The hook relay handed to converters (``CallContext.hook``).
         self.hook = hooks.relay
         self.cache = PlanCache()
-        #: Framework name -> the devices it sees (None: it does not say), asked on first need.
-        self.visible: dict[str, tuple[str, ...] | None] = {}
         #: The warm path's tables, read on every call (the cache's own dicts).
         self.plain = self.cache.plain
         self.fast = self.cache.fast
+        #: The slow path: routes planned, bound, cached and run for this state.
+        self.router = Router(self)
 
     # -- the calls ---------------------------------------------------------------------
 
@@ -208,12 +197,12 @@ class State:
         try:
             return run(obj)
         except Exception as exc:  # the failed step is handled, never run again
-            return warm_failure(self, obj, (cls, target, device, copy), exc)
+            return self.router.warm_failure(obj, (cls, target, device, copy), exc)
 
     def warm_failed(self, obj: Any, target: Any, exc: Exception) -> Any:
         """The runner ``to()``'s own warm path found for ``obj`` (device=None, copy=None)
         raised ``exc``: handled as :meth:`convert` handles it."""
-        return warm_failure(self, obj, (type(obj), target, None, None), exc)
+        return self.router.warm_failure(obj, (type(obj), target, None, None), exc)
 
     def _tree(self, obj: Any, target: Any, device: Any, copy: bool | None) -> Any:
         """The warm path of a plain dict, list or tuple (a batch): each leaf whose type and
@@ -264,7 +253,7 @@ class State:
                     v = run(v)
                 except Exception as exc:  # handled as the warm path does: never run again
                     try:
-                        v = warm_failure(self, v, (t, *asked), exc)
+                        v = self.router.warm_failure(v, (t, *asked), exc)
                     except InteropError as err:
                         note_key(err, k)
                         raise
@@ -323,14 +312,14 @@ class State:
                     req = request(obj, src, asked, info)
                     return explain_cast(
                         info, src, asked.target, copy, cast,
-                        lambda i, c: find_route(self, req.described(i, c))[0],
+                        lambda i, c: self.router.find_route(req.described(i, c))[0],
                     )  # fmt: skip
                 return convert_cast(
                     info, obj, src, asked.target, copy, cast,
                     lambda x, c: self.convert(x, target, device, c, rest),
                 )  # fmt: skip
             if explaining:
-                return find_route(self, request(obj, src, asked))[0]
+                return self.router.find_route(request(obj, src, asked))[0]
             fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
             try:
                 hash(fast_key)
@@ -338,11 +327,15 @@ class State:
                 fast_key = None
             # The warm path keys no options: a request with options is planned every time.
             req = request(obj, src, asked)
-            return convert(self, obj, req, None if rest else fast_key)
+            return self.router.convert(obj, req, None if rest else fast_key)
         kind = None if cls is dict else self._kind_of(obj)
         if kind is not None:
             req = self._object_request(obj, kind, asked)
-            return object_route(self, obj, req)[0] if explaining else convert(self, obj, req)
+            return (
+                self.router.object_route(obj, req)[0]
+                if explaining
+                else self.router.convert(obj, req)
+            )
 
         # Options apply to the items whose routes take them (nulls= for a table's columns,
         # not for an array beside it); one that no item's route takes is unknown.
