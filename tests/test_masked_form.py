@@ -204,3 +204,33 @@ def test_the_form_is_one_plugin_file(np: Any) -> None:
         with pytest.raises(NoRouteError, match="nulls='mask'"):
             to(m, "torch")
         assert to(m, "torch", nulls="mask")[1].tolist()[1] is False
+
+
+def test_a_plain_array_never_visits_the_forms_edges(np: Any) -> None:
+    """The search of a plain array skips the edges that take only masked arrays (each would
+    only refuse it as another variant): counted by the verdicts asked of them. A masked
+    array still meets them, and an option of theirs passed for a plain array still says
+    why they refuse it."""
+    need("torch")
+    from interop_core import default_registry
+
+    graph = default_registry().state.graph
+    asked: list[str] = []
+    verdict = graph.verdict
+
+    def counting(edge: Any, key: Any) -> Any:
+        asked.append(edge.name)
+        return verdict(edge, key)
+
+    graph.verdict = counting  # type: ignore[method-assign]
+    try:
+        explain(aligned_numpy(np.arange(6, dtype=np.float32)), "torch")
+        plain = [n for n in asked if n.startswith("numpy.ma")]
+        asked.clear()
+        explain(masked(np), "torch", nulls="mask")
+        form = [n for n in asked if n.startswith("numpy.ma")]
+    finally:
+        del graph.verdict
+    assert plain == [] and form, (plain, form)
+    with pytest.raises(OptionError, match=r"numpy\.ma as \(values, mask\) into torch.*masked"):
+        to(np.arange(3.0), "torch", nulls="mask")

@@ -119,7 +119,7 @@ def forms_by_framework(
 def taken_flags(
     edge: ConverterSpec, forms: Iterable[FormSpec], opaque: frozenset[str] = frozenset()
 ) -> frozenset[str]:
-    """The flags of the forms ``edge`` names (``ConverterSpec.forms``; a form's name means
+    """The flags of the forms ``edge`` names (``ConverterSpec.array.forms``; a form's name means
     one thing whatever framework declares it: "ragged"), and the ``opaque`` flags it names
     itself (a framework's own: torch's "conj"): these do not keep the edge off an object."""
     named = frozenset().union(*(f.flag_names for f in forms if f.name in edge.array.forms))

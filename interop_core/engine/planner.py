@@ -164,6 +164,13 @@ _ORDER = {VARIANT: 0, DTYPE: 1, GLOBAL_FLAG: 2, FLAG: 3, LAYOUT: 4, UNALIGNED: 5
 _LAST = len(_ORDER)
 
 
+def _required_flags(edge: ConverterSpec) -> frozenset[str]:
+    """The flags an edge's ``Needs`` requires of every object it takes (none for another
+    predicate: the search asks it)."""
+    flags: object = getattr(edge.accepts, "flags", None)
+    return flags if isinstance(flags, frozenset) else frozenset()
+
+
 def _rank(reason: str) -> int:
     return _ORDER.get(category(reason), _LAST)
 
@@ -216,6 +223,13 @@ class Graph:
                 self.rules[id(e)] = rules
             if getattr(e.accepts, "flag", None) is not None or (rules and rules.switches):
                 self.flagged.add(id(e))
+        #: The same without the edges that take only objects carrying an opaque flag (a
+        #: form's: ``Needs(flags={"masked"})``): an object carrying none never visits them,
+        #: where each would only refuse it as another variant.
+        self.plain_source: dict[tuple[str, str], list[ConverterSpec]] = {
+            node: [e for e in edges if self.opaque.isdisjoint(_required_flags(e))]
+            for node, edges in self.by_source.items()
+        }
         #: Frameworks that are no waypoint: entered only by routes that start or end there.
         self.ends: frozenset[str] = frozenset(s.name for s in specs if not s.waypoint)
         #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
@@ -290,10 +304,12 @@ class Graph:
 
     def edges_from(self, key: PlanKey) -> list[ConverterSpec]:
         """The edges that may leave ``key``'s node: those from its framework and kind, and
-        those of its kind from ANY (every framework)."""
-        edges = self.by_source.get((key.framework, key.kind), [])
+        those of its kind from ANY (every framework). An object without opaque flags skips
+        the edges that take only objects with one."""
+        table = self.plain_source if self.opaque.isdisjoint(key.flags) else self.by_source
+        edges = table.get((key.framework, key.kind), [])
         if key.framework != ANY:
-            anywhere = self.by_source.get((ANY, key.kind))
+            anywhere = table.get((ANY, key.kind))
             if anywhere:
                 edges = edges + anywhere
         return edges

@@ -424,6 +424,16 @@ class Router:
         wanting = {(e.name, e.plugin) for n in unknown for e in takers.get(n, ())}
         refused = [f"  {r.converter} [{r.edge}]: {r.reason}" for r in found.refused
                    if (r.converter, r.plugin) in wanting]  # fmt: skip
+        # An edge for other variants of the start's objects (a form's) is never visited by
+        # the search: ask it here why it refuses this one.
+        met = {(r.converter, r.plugin) for r in found.refused}
+        for n in unknown:
+            for e in takers.get(n, ()):
+                if e.source == req.start.framework and (e.name, e.plugin) not in met:
+                    reason = self.st.graph.verdict(e, req.start)
+                    if reason is not None:
+                        refused.append(f"  {e.name} [{e.edge}]: {reason}")
+                        met.add((e.name, e.plugin))
         if refused:
             lines += ["Refused on this route:", *refused]
         if "dtype" not in unknown:  # options are no way to cast: say how to

@@ -32,7 +32,7 @@ class Step(NamedTuple):
     #: share ("bridge" for functions; "" for nothing): its Kind's ``label``. None: the
     #: step copies or shares memory, and says which ("zero-copy", "COPY (note)").
     label: str | None = None
-    #: What a step that copies part of the object copies (``ConverterSpec.copies``); "" for
+    #: What a step that copies part of the object copies (``ConverterSpec.array.copies``); "" for
     #: the whole object (or no copy).
     copies: str = ""
 
