@@ -263,21 +263,14 @@ def interop_frameworks() -> list[FrameworkSpec]:
     """pandas' DataFrames and Series, sources converted through numpy views or Arrow."""
     return [
         FrameworkSpec(
-            name=NAME,
-            array_types=("pandas.Series", "pandas.DataFrame"),
-            describe=describe,
-            key=key,
-            aligned_key=aligned_key,
-            data_ptr=data_ptr,
-            dtypes=DTYPES | {"complex64", "complex128"},
-            target=False,
-            snapshot=snapshot,
+            name=NAME, array_types=("pandas.Series", "pandas.DataFrame"),
+            describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
+            dtypes=DTYPES | {"complex64", "complex128"}, target=False, snapshot=snapshot,
             flags=flags("pyarrow's combine_chunks()"),
             package=Package(module="pandas", distribution="pandas", install_hint=INSTALL_HINT),
             casting=Casting(astype=astype),
-            diagnostics=Diagnostics(
-                forms=(Form("1-d Series", build=example, shapes=((6,), (4,))),),
-            ),
+            diagnostics=Diagnostics(forms=(Form("1-d Series", build=example,
+                                                shapes=((6,), (4,))),)),
         )
     ]  # fmt: skip
 

@@ -336,16 +336,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
     """polars' DataFrames and Series, sources converted through numpy views."""
     return [
         FrameworkSpec(
-            name=NAME,
-            array_types=("polars.Series", "polars.DataFrame"),
-            describe=describe,
-            key=key,
-            aligned_key=aligned_key,
-            data_ptr=data_ptr,
-            dtypes=DTYPES,
-            target=False,
-            snapshot=snapshot,
-            flags=flags("rechunk()"),
+            name=NAME, array_types=("polars.Series", "polars.DataFrame"),
+            describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
+            dtypes=DTYPES, target=False, snapshot=snapshot, flags=flags("rechunk()"),
             example=example,
             package=Package(module="polars", distribution="polars", install_hint=INSTALL_HINT),
             casting=Casting(astype=astype),

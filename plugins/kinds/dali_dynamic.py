@@ -181,22 +181,12 @@ def interop_frameworks() -> list[FrameworkSpec]:
     """DALI dynamic mode's Batch, a source converted into numpy (and on from there)."""
     return [
         FrameworkSpec(
-            name=NAME,
-            array_types=(f"{MODULE}.Batch", f"{__name__}.BatchSnapshot"),
-            describe=describe,
-            key=key,
-            aligned_key=aligned_key,
-            data_ptr=data_ptr,
-            dtypes=DTYPES,
-            target=False,
-            snapshot=snapshot,
-            flags=(
-                Flag(
-                    SCATTERED,
-                    "its samples lie in separate buffers (ndd.as_batch of a list), so one "
-                    "array of them is a copy; ndd.batch(b) makes one contiguous copy in DALI",
-                ),
-            ),
+            name=NAME, array_types=(f"{MODULE}.Batch", f"{__name__}.BatchSnapshot"),
+            describe=describe, key=key, aligned_key=aligned_key, data_ptr=data_ptr,
+            dtypes=DTYPES, target=False, snapshot=snapshot,
+            flags=(Flag(SCATTERED, "its samples lie in separate buffers (ndd.as_batch of a "
+                        "list), so one array of them is a copy; ndd.batch(b) makes one "
+                        "contiguous copy in DALI"),),
             package=Package(module=MODULE, distribution="nvidia-dali-cuda120",
                             install_hint=INSTALL_HINT),
             casting=Casting(astype=astype),
