@@ -70,11 +70,16 @@ def minimal(session: nox.Session) -> None:
     pytest(session, "numpy")
 
 
+#: The pure-Python paths (no C extension: the warm path, keys and exchanges in Python, as on
+#: a machine without a compiler) run in these sessions; the others run the C ones.
+PURE_PYTHON = {"INTEROP_CORE_PURE_PYTHON": "1"}
+
+
 @nox.session(name="torch")
 def torch_session(session: nox.Session) -> None:
-    """numpy + torch."""
+    """numpy + torch, on the pure-Python paths (the C extensions built but switched off)."""
     install(session, "numpy", "torch")
-    pytest(session, "numpy,torch")
+    pytest(session, "numpy,torch", **PURE_PYTHON)
 
 
 @nox.session(name="jax")
@@ -126,12 +131,13 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def typeguard(session: nox.Session) -> None:
-    """The suite with typeguard checking every annotated call inside interop_core."""
+    """The suite with typeguard checking every annotated call inside interop_core (on the
+    pure-Python paths, whose every call typeguard sees)."""
     install(session, "numpy", "torch", "typeguard")
     pytest(
         session, "numpy,torch", "--typeguard-packages=interop_core", "-m", "not illtyped",
         # NamedTuple field annotations are strings typeguard cannot always resolve.
-        "-W", "ignore::typeguard.TypeHintWarning",
+        "-W", "ignore::typeguard.TypeHintWarning", **PURE_PYTHON,
     )  # fmt: skip
 
 

@@ -64,7 +64,7 @@ Section = tuple[str, Row, list[Row]]
 #: The report's sections, in order, by the names --only takes.
 PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "tf2jax",
          "pipelines", "sharded", "speed", "aligned", "tables", "tensor_files",
-         "sparse", "ragged")  # fmt: skip
+         "sparse", "ragged", "native")  # fmt: skip
 
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
@@ -648,6 +648,7 @@ def main() -> int:
     q = args.quick
     import functions  # benchmarks/functions.py, beside this file
     import gpu  # benchmarks/gpu.py, beside this file
+    import native  # benchmarks/native.py, beside this file
     import pipelines  # benchmarks/pipelines.py, beside this file
     import ragged  # benchmarks/ragged.py, beside this file
     import sharded  # benchmarks/sharded.py, beside this file
@@ -698,6 +699,7 @@ def main() -> int:
         "ragged": lambda: ragged.sections(q),
         "sharded": lambda: sharded.sections(q),
         "speed": lambda: speed.sections(q),
+        "native": lambda: native.sections(q),
         "aligned": lambda: aligned.sections(q) if aligned is not None else [],
     }  # fmt: skip
     sections = [s for name, make in parts.items() if name in only for s in make()]

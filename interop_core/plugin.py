@@ -101,6 +101,7 @@ from .kit.buffers import (
     read_capsule,
     read_interface,
 )
+from .native import PURE_PYTHON_ENV, pure_python
 
 __all__ = [
     "ALIGNMENT",
@@ -119,6 +120,7 @@ __all__ = [
     "ON_REQUEST",
     "OTHER",
     "PIPELINE",
+    "PURE_PYTHON_ENV",
     "READONLY",
     "UNALIGNED",
     "VARIANT",
@@ -178,6 +180,7 @@ __all__ = [
     "has_buffer",
     "hookimpl",
     "map_leaves",
+    "pure_python",
     "read_buffer",
     "read_capsule",
     "read_interface",

@@ -91,6 +91,18 @@ def need(name: str) -> Any:
         pytest.skip(f"{name} is not installed", allow_module_level=True)
 
 
+def exchange_names() -> tuple[str, str]:
+    """The converters a plain numpy -> torch and torch -> numpy conversion takes here: torch's
+    DLPack C exchange table where the plugins' C extension is built (and not switched off by
+    INTEROP_CORE_PURE_PYTHON), else ``torch.from_numpy`` and ``Tensor.numpy()``."""
+    from interop_plugins.exchange.dlpack import C_EXCHANGE
+    from interop_plugins.native import native
+
+    if native() is not None:
+        return C_EXCHANGE, C_EXCHANGE
+    return "torch.from_numpy", "Tensor.numpy()"
+
+
 def gpu_count(name: str) -> int:
     """How many CUDA GPUs framework ``name`` sees, as its plugin's ``devices()`` lists them;
     0 when it is missing."""

@@ -682,6 +682,11 @@ class Kind:
     #: How a node is named in explain(), messages and the drawing; fields ``framework``,
     #: ``device``, ``kind``, ``owner`` ("jax " or "" for ANY) and ``at`` ("@cpu" or "").
     display: str = "{owner}{kind}{at}"
+    #: Converting the same object again with the same arguments may give the same result:
+    #: to() hands out the one it made while both are alive (engine/reuse.py), so a repeated
+    #: to(f, ...) is a lookup. For objects whose conversion has no state of its own
+    #: (functions: a wrapper); never for iterators or pipelines, which are consumed.
+    reuse: bool = False
     plugin: str = field(default="", compare=False)
 
     #: Only the core's array kind (:data:`ARRAYS`) has traits (ArrayTraits: dtype, layout,

@@ -9,6 +9,7 @@ functions in :mod:`interop_core.face.api` only find the state and call it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -36,6 +37,7 @@ from .forms import Split
 from .plancache import Entry, PlanCache
 from .planner import Graph
 from .plans import Runner
+from .reuse import Reused, arguments
 from .router import Asked, Request, Router, describe, object_request, request, snapshot
 from .routes import RouteTree
 
@@ -99,7 +101,7 @@ class State:
     __slots__ = (
         "array_options", "cache", "declared", "detect", "fast", "frameworks", "generation",
         "graph", "hook", "installed", "kinds", "known", "names", "owned_claims", "parse_hook",
-        "plain", "router",
+        "plain", "reused", "router",
     )  # fmt: skip
 
     def __init__(
@@ -147,6 +149,8 @@ class State:
         self.fast = self.cache.fast
         #: The slow path: routes planned, bound, cached and run for this state.
         self.router = Router(self)
+        #: Results of kinds that declare reuse (functions), by source and arguments.
+        self.reused = Reused()
 
     # -- the calls ---------------------------------------------------------------------
 
@@ -288,6 +292,13 @@ class State:
     ) -> Any:  # fmt: skip
         """What ``to()`` does (or, ``explaining``, would do) for ``obj`` off the warm path:
         one dispatch for both, so explain() shows exactly the route to() takes."""
+        if not explaining and id(obj) in self.reused.entries:  # converted before: reused?
+            try:
+                again = self.reused.get(obj, arguments(target, device, copy, options))
+            except TypeError:
+                again = None
+            if again is not None:
+                return again
         asked = self._prepare(target, device, copy, options)
         # A plain dict, list or tuple is no array (a subclass may be one, or a kind; a plain
         # list may still be a kind's object as a whole: a list of pipelines).
@@ -331,11 +342,14 @@ class State:
         kind = None if cls is dict else self._kind_of(obj)
         if kind is not None:
             req = self._object_request(obj, kind, asked)
-            return (
-                self.router.object_route(obj, req)[0]
-                if explaining
-                else self.router.convert(obj, req)
-            )
+            if explaining:
+                return self.router.object_route(obj, req)[0]
+            result = self.router.convert(obj, req)
+            if req.kind.reuse:
+                # an option that cannot be hashed (TypeError): converted every time
+                with contextlib.suppress(TypeError):
+                    self.reused.put(obj, arguments(target, device, copy, options), result)
+            return result
 
         # Options apply to the items whose routes take them (nulls= for a table's columns,
         # not for an array beside it); one that no item's route takes is unknown.

@@ -142,6 +142,32 @@ to.autograph_info__ = None  # type: ignore[attr-defined]
 explain.autograph_info__ = None  # type: ignore[attr-defined]
 
 
+def _with_warm_path_in_c(python_to: Any) -> Any:
+    """``python_to`` with its warm path in C (the extension ``interop_core._warm``), where
+    it is built and ``INTEROP_CORE_PURE_PYTHON`` does not ask for Python; else itself.
+
+    The C object calls ``python_to`` for everything but a planned ``to(obj, target)``, and
+    carries its name, docstring, signature (``__wrapped__``) and attributes."""
+    from ..native import pure_python
+
+    if pure_python():
+        return python_to
+    try:
+        from .._warm import Warm  # type: ignore[import-not-found]
+    except ImportError:  # no C compiler when interop-core was installed
+        return python_to
+    fast = Warm(python_to, _current, globals())
+    for name in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
+        setattr(fast, name, getattr(python_to, name))
+    fast.__dict__.update(python_to.__dict__)  # autograph_info__
+    fast.__wrapped__ = python_to
+    return fast
+
+
+if not TYPE_CHECKING:
+    to = _with_warm_path_in_c(to)
+
+
 def register(plugin: Any, name: str | None = None) -> str:
     """Register a plugin object or module at run time; plans are rebuilt."""
     return default_registry().register(plugin, name)

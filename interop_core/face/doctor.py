@@ -32,6 +32,7 @@ from ..declare.specs import (
 from ..engine.planner import Goal
 from ..engine.registry import Registry
 from ..engine.state import State
+from ..native import warm_path
 from .api import explain, to, using_registry
 from .example_arrays import ORDINARY_NBYTES, ExampleError, make_example, sizes_text
 from .memory import _allocators as allocators
@@ -340,6 +341,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     ]
     return {
         "interop_core": __version__,
+        "warm_path": warm_path(),
         "python": platform.python_version(),
         "platform": f"{platform.system()} {platform.machine()}",
         "frameworks": frameworks,
@@ -458,6 +460,7 @@ def print_doctor(report: dict[str, Any]) -> None:
     print(
         f"interop_core {report['interop_core']} on Python {report['python']} ({report['platform']})"
     )
+    print(f"C extensions: to()'s warm path runs {report['warm_path']}")
     print("\nFrameworks:")
     frameworks = [f for f in report["frameworks"] if "source_only" not in f]
     w = max([len(f["name"]) for f in frameworks] + [12])

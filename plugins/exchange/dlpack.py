@@ -16,11 +16,20 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from interop_core.plugin import ArrayEdge, ConverterSpec, Needs, c_strides, hookimpl
+from interop_core.plugin import (
+    VARIANT,
+    ArrayEdge,
+    ConverterSpec,
+    Needs,
+    Reason,
+    c_strides,
+    hookimpl,
+)
 
 from ..frameworks.cupy import on_device_of
 from ..frameworks.jax import host_importer
 from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
+from ..native import MISSING, native, require_native
 
 Loader = Callable[[], Callable[[Any], Any]]
 
@@ -66,6 +75,19 @@ def _torch_from_numpy_safe() -> Any:
             return from_numpy(compact_strides(x))
 
     return convert
+
+
+def _torch_from_numpy_c() -> Any:
+    """numpy -> torch through torch's DLPack C exchange table (interop_plugins._native)."""
+    import torch
+
+    return require_native().Importer(torch.Tensor)
+
+
+def _numpy_from_c_exchange() -> Any:
+    """torch -> numpy: the tensor exported through its type's C exchange table, wrapped in
+    an ndarray whose base owns the export (torch's deleter runs when the ndarray goes)."""
+    return require_native().to_numpy
 
 
 def _torch_from_numpy_view() -> Any:
@@ -406,6 +428,30 @@ def _torch_rows(source: str, target: str, name: str, load: Loader, detached: Loa
 
 
 ML = frozenset(ML_DTYPES)
+#: The dtypes interop_plugins._native builds on both sides (numpy's type numbers <-> DLPack).
+_C_DTYPES = frozenset({
+    "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+    "float16", "float32", "float64", "complex64", "complex128",
+})  # fmt: skip
+_C_LAYOUTS = frozenset({"C", "F"})
+#: The name explain() gives the C exchange edges.
+C_EXCHANGE = "torch's C exchange API (DLPack 1.3)"
+_C_OTHER = Reason("handles only C- or F-contiguous arrays", VARIANT)
+_C_MISSING = Reason(MISSING, VARIANT)
+
+
+def _c_exchange(key: Any) -> str | None:
+    """The C edges take what the extension builds; where it is missing, the Python edge of
+    the pair runs, and the refusal (in ``Route.refusals``) says why."""
+    if native() is None:
+        return _C_MISSING
+    if key.traits.layout not in _C_LAYOUTS:
+        return _C_OTHER
+    return None
+
+
+#: The C exchange edges: DLPack's C exchange API where the producer exposes it (torch).
+_C_NEEDS = Needs(only_dtypes=_C_DTYPES, extra=_c_exchange)
 
 
 def rows() -> list[ConverterSpec]:
@@ -414,6 +460,8 @@ def rows() -> list[ConverterSpec]:
     gpu = ("cuda",)
     return [
         # numpy ->
+        _row("numpy", "torch", C_EXCHANGE, _torch_from_numpy_c,
+             0.45, _C_NEEDS),
         _row("numpy", "torch", "torch.from_numpy", _torch_from_numpy_safe, 0.5,
              Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant")),
         _row("numpy", "torch", "torch.from_numpy (unsigned view)", _torch_from_numpy_view, 1.5,
@@ -426,6 +474,9 @@ def rows() -> list[ConverterSpec]:
         _row("numpy", "jax", "jax.dlpack.from_dlpack", _jax_from_numpy, 30.0,
              Needs(no_dtypes=ML, dtype_reason=_NP_EXPORT_ML, no_readonly=True)),
         # torch ->
+        *_torch_rows("torch", "numpy", C_EXCHANGE,
+                     _numpy_from_c_exchange, _numpy_from_c_exchange, 0.6,
+                     replace(_C_NEEDS, no_flags=_DENSE_FLAGS)),
         *_torch_rows("torch", "numpy", "Tensor.numpy()", _tensor_numpy, _tensor_numpy_detached,
                      0.65, Needs(no_dtypes=ML, dtype_reason="handled by the unsigned-view variant",
                                  no_flags=_DENSE_FLAGS)),

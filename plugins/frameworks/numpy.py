@@ -25,6 +25,8 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..native import native
+
 # ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
 _C, _F, _WRITEABLE = 0x1, 0x2, 0x400
 _KEY_BITS = _C | _F | _WRITEABLE
@@ -114,6 +116,17 @@ def aligned_key(x: Any) -> Any:
     if bits & (_C | _F):
         return k
     return (*k, classify_layout(x.shape, x.strides, x.itemsize))
+
+
+def warm_keys() -> tuple[Any, Any]:
+    """key and aligned_key: read from the ndarray struct in C where the extension is built
+    (the same tuples, ~0.15 µs less a call; an array neither C- nor F-contiguous goes to
+    the Python key), else these Python functions."""
+    fast = native()
+    if fast is None:
+        return key, aligned_key
+    fast.set_numpy_keys(key, aligned_key)
+    return fast.numpy_key, fast.numpy_aligned_key
 
 
 def data_ptr(x: Any) -> int:
@@ -283,14 +296,15 @@ def _load_allocator() -> AlignedAllocator:
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """NumPy: ndarray on the CPU; bfloat16/float8 with ml_dtypes installed."""
+    keys = warm_keys()
     return [
         FrameworkSpec(
             name="numpy",
             aliases=("np",),
             array_types=("numpy.ndarray",),
             describe=describe,
-            key=key,
-            aligned_key=aligned_key,
+            key=keys[0],
+            aligned_key=keys[1],
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(d for d in DTYPES if d not in ML_DTYPES or has_ml_dtypes()),

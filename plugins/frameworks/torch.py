@@ -28,6 +28,8 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..native import native
+
 #: What torch imports without copying (the spec's ``imports``, checked by the planner on
 #: every zero-copy edge into torch): no negative strides, which torch cannot hold (it aborts
 #: the interpreter on them through DLPack), and no read-only memory: torch cannot mark a
@@ -149,6 +151,18 @@ def aligned_key(t: Any) -> Any:
     if k[4]:
         k += (t.is_conj(), t.is_neg())
     return k if k[3] else _strided_key(t, k)
+
+
+def warm_keys() -> tuple[Any, Any]:
+    """key and aligned_key: for a C-contiguous strided tensor read in C through torch's
+    DLPack exchange table where the extension is built (dtype and device from one C call,
+    not four Python ones; the tuples differ from these, never equal to one of them), the
+    others by these Python functions; else these alone."""
+    fast = native()
+    if fast is None:
+        return key, aligned_key
+    fast.set_torch_keys(key, aligned_key)
+    return fast.torch_key, fast.torch_aligned_key
 
 
 def _strided_key(t: Any, k: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -287,14 +301,15 @@ _FLAGS = (
 @hookimpl
 def interop_frameworks() -> list[FrameworkSpec]:
     """PyTorch: torch.Tensor on CPU or CUDA."""
+    keys = warm_keys()
     return [
         FrameworkSpec(
             name="torch",
             aliases=("pytorch",),
             array_types=("torch.Tensor",),
             describe=describe,
-            key=key,
-            aligned_key=aligned_key,
+            key=keys[0],
+            aligned_key=keys[1],
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES),

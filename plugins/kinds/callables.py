@@ -17,7 +17,10 @@ from interop_core.plugin import FUNCTION, Kind, KindSpec, hookimpl
 #: functions and leave the kind to this plugin. Without it registered, those KindSpecs and
 #: the function edges are ignored, each with a PluginWarning saying no plugin declares it.
 FUNCTIONS = Kind(
-    FUNCTION, label="bridge", usage="to(f, target, source=...); explain() has the caveats"
+    FUNCTION,
+    label="bridge",
+    usage="to(f, target, source=...); explain() has the caveats",
+    reuse=True,
 )
 
 
