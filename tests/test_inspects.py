@@ -123,11 +123,13 @@ def test_a_refused_object_takes_another_route_and_explain_says_why(reg: Registry
 
 def test_a_refusal_is_for_that_object_only(reg: Registry) -> None:
     """The cached route of the next object is the cheap one again, and it is inspected."""
-    bad, good = AlphaFunction("no"), AlphaFunction()
+    bad, good, other = AlphaFunction("no"), AlphaFunction(), AlphaFunction("no")
     assert to(bad, "beta").made_by == "wrapped"
     assert to(good, "beta").made_by == "native"
-    assert to(bad, "beta").made_by == "wrapped"
-    assert [bad, good, bad] == INSPECTED
+    assert to(other, "beta").made_by == "wrapped"
+    assert [bad, good, other] == INSPECTED
+    # the same function again is handed the same result (Kind.reuse): nothing is inspected
+    assert to(bad, "beta") is to(bad, "beta") and [bad, good, other] == INSPECTED
 
 
 def test_an_inspection_that_raises_refuses_and_says_so(reg: Registry) -> None:

@@ -172,12 +172,13 @@ def test_unhashable_option_values_are_planned_every_time(reg: Registry) -> None:
 
 
 def test_function_routes_are_cached_by_option_names_not_values(reg: Registry) -> None:
-    to(double, "beta", source="alpha", scale=2)
-    to(double, "beta", source="alpha", scale=2)
+    first = to(double, "beta", source="alpha", scale=2)
+    assert to(double, "beta", source="alpha", scale=2) is first  # handed out again (reuse)
     to(double, "beta", source="alpha", scale=5)
     to(double, "beta", source="alpha", scale=[5])  # unhashable values share the route too
+    to(double, "beta", source="alpha", scale=[5])  # and, unhashable, are bound each time
     assert len(reg.state.cache.requests) == 1
-    assert [c.options["scale"] for _, c in SEEN] == [2, 2, 5, [5]]  # each call's own values
+    assert [c.options["scale"] for _, c in SEEN] == [2, 5, [5], [5]]  # each call's own values
 
 
 def test_copy_does_not_apply_to_functions(reg: Registry) -> None:

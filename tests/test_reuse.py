@@ -145,3 +145,36 @@ def test_iterators_are_never_reused() -> None:
     source = iter(batches)
     a, b = to(source, "numpy"), to(source, "numpy")
     assert a is not b
+
+
+def test_each_edge_of_the_route_has_its_say() -> None:
+    """An edge whose result holds state read at conversion (reuse=False) is never reused;
+    an edge's reuse(obj) is asked when the result is made and again before each hand-out."""
+    from interop_core.plugin import ConverterSpec
+
+    def edge(reuse: Any) -> ConverterSpec:
+        return ConverterSpec(
+            name="e", source="a", target="b", load=lambda: None, zero_copy=True, reuse=reuse
+        )
+
+    def f() -> None: ...
+
+    def made() -> None: ...
+
+    args = arguments("b", None, None, {})
+    cache = Reused()
+    cache.put(f, args, made, [edge(True), edge(False)])
+    assert cache.get(f, args) is None and not cache.entries
+    allowed = {"now": True}
+    asked: list[Any] = []
+
+    def check(obj: Any) -> bool:
+        asked.append(obj)
+        return allowed["now"]
+
+    cache.put(f, args, made, [edge(True), edge(check)])
+    assert asked == [f] and cache.get(f, args) is made and asked == [f, f]
+    allowed["now"] = False
+    assert cache.get(f, args) is None  # asked again: not now
+    allowed["now"] = True
+    assert cache.get(f, args) is made

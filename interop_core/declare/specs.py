@@ -872,6 +872,12 @@ class ConverterSpec:
     #: is then re-planned without this edge for that object only, and explain() names the
     #: reason. Called on every conversion through the edge: keep it cheap.
     inspects: Callable[[Any], str | None] | None = None
+    #: For kinds that declare ``Kind.reuse`` (functions): may to() hand out this edge's
+    #: result again for the same source and arguments? True; False where the result holds
+    #: state read at conversion (tf2jax: the variables' values; a fresh to() must see new
+    #: ones); or ``reuse(obj)``, asked when the result is made and each time it would be
+    #: handed out again (jax2tf: not under a JAX transformation, where it refuses to convert).
+    reuse: bool | Callable[[Any], bool] = True
     #: What only an edge of arrays says: its result's memory, device moves, forms taken.
     array: ArrayEdge = ArrayEdge()
     plugin: str = field(default="", compare=False)

@@ -56,6 +56,10 @@ class Registry:
     ) -> None:
         self.pm = manager or InteropPluginManager()
         self.lock = threading.RLock()
+        #: What each hook implementation declared, stamped with its plugin, by its HookImpl:
+        #: declarations are immutable, so a rebuild (register(), unregister()) asks only the
+        #: implementations it has not asked yet (a plugin registered again is asked again).
+        self._declared: dict[Any, list[tuple[str, Any]]] = {}
         if manager is None:
             if builtins:
                 self.pm.load_builtins()
@@ -94,6 +98,10 @@ class Registry:
         """Call one declaration hook plugin by plugin, so a failure names its plugin."""
         results: list[tuple[str, Any]] = []
         for impl in getattr(self.pm.hook, hook).get_hookimpls():
+            known = self._declared.get(impl)
+            if known is not None:
+                results.extend(known)
+                continue
             name = impl.plugin_name
             try:
                 specs = list(impl.function() or ())
@@ -110,7 +118,9 @@ class Registry:
                 wanted = " or ".join(t.__name__ for t in expected)
                 self._fail(name, f"{hook}() returned {bad[0]!r}, not a {wanted}", strict)
                 continue
-            results.extend((name, replace(s, plugin=name)) for s in specs)
+            stamped = [(name, replace(s, plugin=name)) for s in specs]
+            self._declared[impl] = stamped
+            results.extend(stamped)
         return results
 
     def _fail(self, plugin: str, reason: str, strict: str | None) -> None:
@@ -124,6 +134,8 @@ class Registry:
         ``strict`` names a plugin being registered now: its faults raise PluginError instead
         of dropping it with a warning.
         """
+        registered = {id(p) for p in self.pm.get_plugins()}
+        self._declared = {i: d for i, d in self._declared.items() if id(i.plugin) in registered}
         while True:
             generation = self.pm.generation
             frameworks: dict[str, FrameworkSpec] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -521,7 +521,10 @@ class Router:
                 f"load: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def convert(self, obj: Any, req: Request, fast_key: FastKey | None = None) -> Any:
+    def convert(
+        self, obj: Any, req: Request, fast_key: FastKey | None = None,
+        remember: Hashable | None = None,
+    ) -> Any:  # fmt: skip
         """Plan (or reuse) the route ``req`` asks for ``obj``, and run it.
 
         A kind with a warm path (arrays) stores the runner under ``fast_key``, the warm-path
@@ -529,7 +532,8 @@ class Router:
         hashable or options were given: the request is planned every time). Objects of other
         kinds are converted once and used many times: their route depends on the option names
         and the opt-ins, never on the values (``output_map=[...]`` need not be hashable), so
-        it is cached by those, and only binding (microseconds) is repeated.
+        it is cached by those, and only binding (microseconds) is repeated; the result is
+        remembered under ``remember`` (to()'s arguments) where the kind reuses results.
         """
         if req.kind.warm:
             the_plan = self.plan(req)
@@ -537,7 +541,11 @@ class Router:
                 self._store(obj, req, req.source, the_plan, fast_key)
             return self.run(req, obj, the_plan)
         route, found, excluded = self.object_route(obj, req)
-        return self.run(req, obj, self.bind(req, route, found), excluded)
+        the_plan = self.bind(req, route, found)
+        result = self.run(req, obj, the_plan, excluded)
+        if remember is not None:  # the kind reuses results (Kind.reuse)
+            self.st.reused.put(obj, remember, result, the_plan.edges)
+        return result
 
     def object_route(
         self, obj: Any, req: Request

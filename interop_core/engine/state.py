@@ -344,12 +344,12 @@ class State:
             req = self._object_request(obj, kind, asked)
             if explaining:
                 return self.router.object_route(obj, req)[0]
-            result = self.router.convert(obj, req)
+            remember = None
             if req.kind.reuse:
                 # an option that cannot be hashed (TypeError): converted every time
                 with contextlib.suppress(TypeError):
-                    self.reused.put(obj, arguments(target, device, copy, options), result)
-            return result
+                    remember = arguments(target, device, copy, options)
+            return self.router.convert(obj, req, remember=remember)
 
         # Options apply to the items whose routes take them (nulls= for a table's columns,
         # not for an array beside it); one that no item's route takes is unknown.

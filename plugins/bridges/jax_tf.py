@@ -87,6 +87,17 @@ def _derive_shapes(tree: Any, counter: list[int], name: str) -> Any:
     return jax.tree_util.tree_map(spec, tree)
 
 
+def outside_jax_transformations(fn: Any) -> bool:
+    """Whether no JAX transformation (jit, grad, vmap) is tracing now: only then may to()
+    hand out a tf.function it made before for ``fn`` (ConverterSpec.reuse). Under one,
+    jax2tf refuses to convert, and a fresh to() says so as jax2tf does. JAX exports no
+    public name for the check: without it, nothing is reused."""
+    import jax
+
+    clean = getattr(getattr(getattr(jax, "_src", None), "core", None), "trace_state_clean", None)
+    return bool(clean()) if clean is not None else False
+
+
 def jax_to_tf(fn: Callable[..., Any], ctx: CallContext) -> Callable[..., Any]:
     """``fn`` (a JAX function) as a ``tf.function`` running it through ``jax2tf.convert``.
 
@@ -850,6 +861,7 @@ def interop_converters() -> list[ConverterSpec]:
                 "input_signature",
             ),
             note=_JAX_TO_TF_NOTE,
+            reuse=outside_jax_transformations,
         ),
         function_edge(
             "jax2tf.call_tf",

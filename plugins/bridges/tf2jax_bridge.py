@@ -547,6 +547,7 @@ def interop_converters() -> list[ConverterSpec]:
             cost=0.5,
             options=("trace", "output_shape_dtype"),
             opt_out="trace",
+            reuse=False,  # g holds the variables' values at conversion: a fresh to() reads them
             note=(
                 "the TensorFlow graph becomes JAX operations (tf2jax): jax.jit, grad, vmap, "
                 "jvp and jacfwd all work, and g.params / g.apply(params, ...) expose the "

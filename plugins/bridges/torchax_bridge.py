@@ -212,6 +212,7 @@ def interop_converters() -> list[ConverterSpec]:
             cost=0.5,
             options=("trace",),
             opt_in="trace",
+            reuse=False,  # a module's params are copied at conversion: a fresh to() reads them
             note=(
                 "traced by torchax: under jax.jit the torch code runs once, while tracing, "
                 "and the program has no host callback; importing torchax breaks torch.compile "
