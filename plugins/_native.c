@@ -11,6 +11,10 @@
  *    base owns it; ``Importer(T)(a)`` hands an ndarray to the producer of type T through its
  *    table. No ``__dlpack__`` call, no capsule or keyword argument in Python.
  *
+ * 3. Two generic pieces for other frameworks' warm paths: ``AttrKey`` (a key of an object's
+ *    attributes and methods, read in C: TensorFlow's) and ``Chain`` (a two-step runner,
+ *    g(f(x)), without a Python frame between: np.asarray then torch.from_numpy).
+ *
  * Built without numpy's headers, as _aligned_alloc.c is (one wheel for numpy 1.x and 2.x):
  * the ndarray and dtype structs are declared here with numpy's public layout (the fields
  * numpy documents as stable since 1.7: data, nd, dimensions, strides, base, descr, flags;
@@ -832,6 +836,229 @@ static PyTypeObject ImporterType = {
     .tp_repr = (reprfunc)importer_repr,
 };
 
+/* ---- keys of attributes, and runners of two steps ----------------------------------- */
+
+/* AttrKey(names, calls, fallback): key(x) = (x.n0[()], x.n1[()], ...), each attribute called
+ * when its entry of ``calls`` is true, read as getattr reads it; anything that raises sends x
+ * to fallback(x) (the Python key, which gives the same tuples and handles the rest). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *names;    /* tuple of interned str */
+    PyObject *calls;    /* tuple of bool */
+    PyObject *fallback;
+} AttrKey;
+
+static PyObject *
+attr_key_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    AttrKey *self = (AttrKey *)op;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a key takes one object");
+        return NULL;
+    }
+    PyObject *x = args[0];
+    Py_ssize_t n = PyTuple_GET_SIZE(self->names);
+    PyObject *key = PyTuple_New(n);
+    if (key == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = get_attribute(x, PyTuple_GET_ITEM(self->names, i));
+        if (value != NULL && PyTuple_GET_ITEM(self->calls, i) == Py_True) {
+            Py_SETREF(value, PyObject_CallNoArgs(value));
+        }
+        if (value == NULL) {
+            Py_DECREF(key);
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                return NULL;
+            }
+            PyErr_Clear();
+            return PyObject_CallOneArg(self->fallback, x);
+        }
+        PyTuple_SET_ITEM(key, i, value);
+    }
+    return key;
+}
+
+static PyObject *
+attr_key_new(PyTypeObject *cls, PyObject *args, PyObject *kwargs)
+{
+    PyObject *names, *calls, *fallback;
+    if (!PyArg_ParseTuple(args, "O!O!O:AttrKey", &PyTuple_Type, &names, &PyTuple_Type, &calls,
+                          &fallback)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (n == 0 || PyTuple_GET_SIZE(calls) != n || !PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "AttrKey(names, calls, fallback): names and calls of one length, a callable");
+        return NULL;
+    }
+    PyObject *interned = PyTuple_New(n), *flags = PyTuple_New(n);
+    if (interned == NULL || flags == NULL) {
+        Py_XDECREF(interned);
+        Py_XDECREF(flags);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        int call = PyObject_IsTrue(PyTuple_GET_ITEM(calls, i));
+        if (!PyUnicode_Check(name) || call < 0) {
+            Py_DECREF(interned);
+            Py_DECREF(flags);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "AttrKey: names must be str");
+            }
+            return NULL;
+        }
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);
+        PyTuple_SET_ITEM(interned, i, name);
+        PyTuple_SET_ITEM(flags, i, PyBool_FromLong(call));
+    }
+    AttrKey *self = (AttrKey *)cls->tp_alloc(cls, 0);
+    if (self == NULL) {
+        Py_DECREF(interned);
+        Py_DECREF(flags);
+        return NULL;
+    }
+    self->vectorcall = attr_key_vectorcall;
+    self->names = interned;
+    self->calls = flags;
+    self->fallback = Py_NewRef(fallback);
+    return (PyObject *)self;
+}
+
+static int
+attr_key_traverse(AttrKey *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int
+attr_key_clear(AttrKey *self)
+{
+    Py_CLEAR(self->names);
+    Py_CLEAR(self->calls);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void
+attr_key_dealloc(AttrKey *self)
+{
+    PyObject_GC_UnTrack(self);
+    attr_key_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject AttrKeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "interop_plugins._native.AttrKey",
+    .tp_doc = "AttrKey(names, calls, fallback): a key of an object's attributes, read in C.",
+    .tp_basicsize = sizeof(AttrKey),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(AttrKey, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = attr_key_new,
+    .tp_traverse = (traverseproc)attr_key_traverse,
+    .tp_clear = (inquiry)attr_key_clear,
+    .tp_dealloc = (destructor)attr_key_dealloc,
+};
+
+/* Chain(f, g): chain(x) = g(f(x)), without a Python frame between them. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *first;
+    PyObject *then;
+} Chain;
+
+static PyObject *
+chain_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Chain *self = (Chain *)op;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Chain takes one object");
+        return NULL;
+    }
+    PyObject *middle = PyObject_CallOneArg(self->first, args[0]);
+    if (middle == NULL) {
+        return NULL;
+    }
+    PyObject *out = PyObject_CallOneArg(self->then, middle);
+    Py_DECREF(middle);
+    return out;
+}
+
+static PyObject *
+chain_new(PyTypeObject *cls, PyObject *args, PyObject *kwargs)
+{
+    PyObject *first, *then;
+    if (!PyArg_ParseTuple(args, "OO:Chain", &first, &then)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(first) || !PyCallable_Check(then)) {
+        PyErr_SetString(PyExc_TypeError, "Chain(f, g): two callables");
+        return NULL;
+    }
+    Chain *self = (Chain *)cls->tp_alloc(cls, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = chain_vectorcall;
+    self->first = Py_NewRef(first);
+    self->then = Py_NewRef(then);
+    return (PyObject *)self;
+}
+
+static int
+chain_traverse(Chain *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->first);
+    Py_VISIT(self->then);
+    return 0;
+}
+
+static int
+chain_clear(Chain *self)
+{
+    Py_CLEAR(self->first);
+    Py_CLEAR(self->then);
+    return 0;
+}
+
+static void
+chain_dealloc(Chain *self)
+{
+    PyObject_GC_UnTrack(self);
+    chain_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+chain_repr(Chain *self)
+{
+    return PyUnicode_FromFormat("<Chain %R then %R>", self->first, self->then);
+}
+
+static PyTypeObject ChainType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "interop_plugins._native.Chain",
+    .tp_doc = "Chain(f, g)(x) = g(f(x)): a runner of two steps without a Python frame.",
+    .tp_basicsize = sizeof(Chain),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Chain, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = chain_new,
+    .tp_traverse = (traverseproc)chain_traverse,
+    .tp_clear = (inquiry)chain_clear,
+    .tp_dealloc = (destructor)chain_dealloc,
+    .tp_repr = (reprfunc)chain_repr,
+};
+
 /* ---- the module --------------------------------------------------------------------- */
 
 static PyMethodDef methods[] = {
@@ -866,14 +1093,17 @@ PyInit__native(void)
     if (!str_exchange_attr || !str_requires_grad || !str_base || !str_is_conj || !str_is_neg) {
         return NULL;
     }
-    if (PyType_Ready(&ImporterType) < 0) {
+    if (PyType_Ready(&ImporterType) < 0 || PyType_Ready(&AttrKeyType) < 0 ||
+        PyType_Ready(&ChainType) < 0) {
         return NULL;
     }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "Importer", (PyObject *)&ImporterType) < 0) {
+    if (PyModule_AddObjectRef(m, "Importer", (PyObject *)&ImporterType) < 0 ||
+        PyModule_AddObjectRef(m, "AttrKey", (PyObject *)&AttrKeyType) < 0 ||
+        PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -10,6 +10,7 @@ refuse, and ``explain(x, target).refusals`` says why).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -42,3 +43,16 @@ def require_native() -> Any:
     if module is None:
         raise ImportError(MISSING)
     return module
+
+
+def chain(first: Callable[[Any], Any], then: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``then(first(x))`` as one runner: in C where the extension is built (no Python frame
+    between the two calls on the warm path), else a Python function."""
+    module = native()
+    if module is not None:
+        return module.Chain(first, then)  # type: ignore[no-any-return]
+
+    def chained(x: Any) -> Any:
+        return then(first(x))
+
+    return chained

@@ -493,3 +493,46 @@ def test_the_doctor_says_whether_the_c_paths_are_there() -> None:
     text = out.stdout + out.stderr
     assert "C extensions: to()'s warm path runs " in text, text[-2000:]
     assert "interop_core._warm" in text or PURE_PYTHON_ENV in text
+
+
+# -- the generic pieces: AttrKey (TensorFlow's key) and Chain (two-step runners) ----------
+
+
+def test_tensorflow_keys_in_c_equal_the_python_keys() -> None:
+    native = _native()
+    tf = need("tensorflow")
+    from interop_plugins.frameworks import tensorflow as tfp
+
+    key = interop_core.default_registry().state.frameworks["tensorflow"].key
+    key = getattr(key, "dense", key)
+    assert type(key).__name__ == "AttrKey"
+    tensors = [tf.ones((2, 3)), tf.constant(1, tf.int64), tf.ones((0,), tf.bfloat16)]
+    for t in tensors:
+        assert key(t) == tfp.key(t)
+
+    @tf.function
+    def symbolic(x: Any) -> Any:  # a symbolic tensor has no _datatype_enum: the Python key
+        seen.append((key(x), tfp.key(x)))
+        return x
+
+    seen: list[Any] = []
+    symbolic(tf.ones(2))
+    assert seen[0][0] == seen[0][1]
+    assert native.AttrKey(("nope",), (False,), lambda x: "fallback")(object()) == "fallback"
+
+
+def test_a_chain_runs_both_steps_and_passes_their_errors() -> None:
+    native = _native()
+    chained = native.Chain(np.asarray, np.sum)
+    assert chained([1, 2, 3]) == 6
+
+    def boom(x: Any) -> Any:
+        raise ValueError("second step")
+
+    with pytest.raises(ValueError, match="second step"):
+        native.Chain(np.asarray, boom)([1])
+    for bad in ((1, np.sum), (np.sum,)):
+        with pytest.raises(TypeError):
+            native.Chain(*bad)
+    with pytest.raises(TypeError):
+        chained()

@@ -11,6 +11,7 @@ on every row.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -29,7 +30,7 @@ from interop_core.plugin import (
 from ..frameworks.cupy import on_device_of
 from ..frameworks.jax import host_importer
 from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
-from ..native import MISSING, native, require_native
+from ..native import MISSING, chain, native, require_native
 
 Loader = Callable[[], Callable[[Any], Any]]
 
@@ -153,7 +154,7 @@ def _np_asarray() -> Any:
 
 
 def _tf_to_numpy() -> Any:
-    """TF -> numpy: np.asarray (zero-copy, read-only)."""
+    """TF -> numpy, bfloat16/float8: np.asarray (zero-copy), made read-only."""
     import numpy as np
     import tensorflow as tf
 
@@ -196,12 +197,7 @@ def _torch_via_numpy() -> Any:
     import torch
 
     spend_readonly_warning()
-    from_numpy, asarray = torch.from_numpy, np.asarray
-
-    def convert(x: Any) -> Any:
-        return from_numpy(asarray(x))
-
-    return convert
+    return chain(np.asarray, torch.from_numpy)
 
 
 def _torch_from_dlpack() -> Any:
@@ -213,29 +209,18 @@ def _torch_from_dlpack() -> Any:
 def _tf_from_capsule_of(export: Callable[[Any], Any]) -> Callable[[Any], Any]:
     import tensorflow as tf
 
-    from_dlpack = tf.experimental.dlpack.from_dlpack
-
-    def convert(x: Any) -> Any:
-        return from_dlpack(export(x))
-
-    return convert
+    return chain(export, tf.experimental.dlpack.from_dlpack)
 
 
 def _tf_from_protocol() -> Any:
     """numpy/jax -> TF: TF's importer takes only legacy capsules, so export one first."""
-    return _tf_from_capsule_of(lambda x: x.__dlpack__())
+    return _tf_from_capsule_of(operator.methodcaller("__dlpack__"))
 
 
 def _tf_from_torch() -> Any:
-    import tensorflow as tf
     import torch.utils.dlpack
 
-    to_dlpack, from_dlpack = torch.utils.dlpack.to_dlpack, tf.experimental.dlpack.from_dlpack
-
-    def convert(t: Any) -> Any:
-        return from_dlpack(to_dlpack(t))
-
-    return convert
+    return _tf_from_capsule_of(torch.utils.dlpack.to_dlpack)
 
 
 def detaching(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -498,8 +483,11 @@ def rows() -> list[ConverterSpec]:
         _row("jax", "tensorflow", "tf from_dlpack(capsule)", _tf_from_protocol, 3.3,
              Needs(no_flags=_NONE)),
         # tensorflow ->
-        _row("tensorflow", "numpy", "np.asarray", _tf_to_numpy, 0.65,
-             Needs(no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
+        _row("tensorflow", "numpy", "np.asarray", _np_asarray, 0.6,
+             Needs(no_dtypes=ML, dtype_reason="handled by the read-only variant",
+                   no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
+        _row("tensorflow", "numpy", "np.asarray (made read-only)", _tf_to_numpy, 0.65,
+             Needs(only_dtypes=ML, no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
         _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
                    no_flags=_NONE), note=alias["TensorFlow"]),

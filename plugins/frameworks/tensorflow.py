@@ -23,6 +23,8 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+from ..native import native
+
 #: TensorFlow holds float8 types but cannot exchange them through DLPack.
 _NO_INTEROP = frozenset({"float8_e4m3fn", "float8_e5m2"})
 
@@ -83,6 +85,15 @@ def key(t: Any) -> Any:
         return (t._datatype_enum(), t.device)
     except AttributeError:  # a symbolic tensor
         return (t.dtype, None)
+
+
+def warm_key() -> Any:
+    """key, read in C where the plugins' extension is built (the same tuples: the dtype enum
+    and the device string; what raises, a symbolic tensor, goes to key), else key itself."""
+    fast = native()
+    if fast is None:
+        return key
+    return fast.AttrKey(("_datatype_enum", "device"), (True, False), key)
 
 
 def data_ptr(t: Any) -> int:
@@ -174,7 +185,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             aliases=("tf",),
             array_types=("tensorflow.Tensor",),
             describe=describe,
-            key=key,
+            key=warm_key(),
             data_ptr=data_ptr,
             example=example,
             dtypes=frozenset(DTYPES) - _NO_INTEROP,
