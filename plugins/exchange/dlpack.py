@@ -436,6 +436,10 @@ def _c_exchange(key: Any) -> str | None:
 
 
 #: The C exchange edges: DLPack's C exchange API where the producer exposes it (torch).
+#: Measured on torch 2.13: its export ignores the conjugate and negative bits (a conj view
+#: exports the unconjugated values) and detaches tensors that require grad; the opaque
+#: flags keep conj/neg/quantized tensors off these edges, and requires_grad takes the
+#: detached variant, which says so.
 _C_NEEDS = Needs(only_dtypes=_C_DTYPES, extra=_c_exchange)
 
 
