@@ -151,11 +151,12 @@ keyable(PyObject *x)
     return (a->flags & (NPY_C_CONTIGUOUS | NPY_F_CONTIGUOUS)) ? a : NULL;
 }
 
+/* The Python key the C read leaves ``x`` to (set by set_numpy_keys / set_torch_keys). */
 static PyObject *
 fallback(PyObject *key, PyObject *x)
 {
     if (key == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "set_numpy_keys() was not called");
+        PyErr_SetString(PyExc_RuntimeError, "the Python keys were not set (set_*_keys)");
         return NULL;
     }
     return PyObject_CallOneArg(key, x);
@@ -411,11 +412,7 @@ torch_key_impl(PyObject *t, int aligned, PyObject *python)
     DLTensor d;
     if (!read_tensor(t, &d) || d.ndim < 0 || (d.ndim > 0 && (d.shape == NULL || d.strides == NULL)) ||
         !c_contiguous(&d)) {
-        if (python == NULL) {
-            PyErr_SetString(PyExc_RuntimeError, "set_torch_keys() was not called");
-            return NULL;
-        }
-        return PyObject_CallOneArg(python, t);
+        return fallback(python, t);
     }
     unsigned long long packed = ((unsigned long long)(uint32_t)d.device.device_type << 48) |
                                 ((unsigned long long)(uint16_t)d.device.device_id << 32) |

@@ -157,6 +157,7 @@ def _with_warm_path_in_c(python_to: Any) -> Any:
     except ImportError:  # no C compiler when interop-core was installed
         return python_to
     fast = Warm(python_to, _current, globals())
+    # functools.update_wrapper by hand: importing functools costs import interop_core more.
     for name in ("__module__", "__name__", "__qualname__", "__doc__", "__annotations__"):
         setattr(fast, name, getattr(python_to, name))
     fast.__dict__.update(python_to.__dict__)  # autograph_info__
