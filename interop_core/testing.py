@@ -59,7 +59,7 @@ def isolated_registry(
 
 def spec_of(x: Any, registry: Registry | None = None) -> FrameworkSpec:
     """The spec of the framework owning ``x``; NotAnArrayError if none does."""
-    spec = (registry or default_registry()).state.detect(x)
+    spec = (registry or default_registry()).ready().detect(x)
     if spec is None:
         raise NotAnArrayError(f"{type(x).__qualname__} is not an array of a registered framework")
     return spec

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from conftest import frameworks, need
+from conftest import framework_spec, frameworks, need
 
 from interop_core import default_registry
 from interop_core.testing import data_ptr, independent_data_ptr
@@ -90,7 +90,7 @@ def holds(framework: str, dtype: str) -> bool:
     spec's dtypes (numpy's bfloat16 comes from ml_dtypes), 64-bit ones in JAX only with x64."""
     if framework == "jax" and dtype in X64_DTYPES:
         return jax_x64()
-    return dtype in DTYPES and dtype in default_registry().state.frameworks[framework].dtypes
+    return dtype in DTYPES and dtype in framework_spec(framework).dtypes
 
 
 def dtypes_of(framework: str) -> tuple[str, ...]:
@@ -291,7 +291,7 @@ def make_by_example(framework: str, ref: Any, layout: str) -> Any:
     if layout not in EXAMPLE_LAYOUTS:
         raise ValueError(f"{framework} cannot make layout {layout!r}")
     need(framework)
-    example = default_registry().state.frameworks[framework].example
+    example = framework_spec(framework).example
     assert example is not None, f"{framework} builds no example"
     return example(ref.tolist(), str(ref.dtype.name))  # ml_dtypes' bfloat16 too
 
@@ -313,7 +313,7 @@ def shape_of(x: Any) -> tuple[int, ...]:
     array has none: FixedSizeLists add dims to its length)."""
     if hasattr(x, "shape"):
         return tuple(x.shape)
-    spec = default_registry().state.detect(x)
+    spec = default_registry().ready().detect(x)
     assert spec is not None, f"not an array of a registered framework: {type(x)!r}"
     return tuple(spec.describe(x).shape)
 
@@ -325,7 +325,7 @@ def dtype_name(x: Any) -> str:
     """Canonical dtype name of an array of any of the four frameworks (read independently);
     of another framework's, as its plugin describes it."""
     if _own(x) is None:
-        spec = default_registry().state.detect(x)
+        spec = default_registry().ready().detect(x)
         assert spec is not None, f"not an array of a registered framework: {type(x)!r}"
         return spec.describe(x).dtype
     dt = x.dtype
@@ -370,7 +370,7 @@ def _foreign_to_numpy(x: Any) -> Any:
     """A numpy copy of an array of a framework a plugin adds: through a standard protocol
     (the buffer protocol, an array interface, __array__, DLPack), else its ``tolist()``."""
     np = need("numpy")
-    owner = default_registry().state.detect(x)
+    owner = default_registry().ready().detect(x)
     if owner is None:
         raise TypeError(f"not an array of a tested framework: {type(x)!r}")
     info = owner.describe(x)

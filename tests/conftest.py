@@ -8,6 +8,7 @@ environment variable INTEROP_REQUIRE (set by nox sessions) names it: then it fai
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import socket
@@ -37,19 +38,34 @@ _MODULES = {
 }  # fmt: skip
 
 
+@functools.cache
+def _every() -> dict[str, Any]:
+    """Every framework's spec by name, imported or not: a registry of its own with every
+    plugin loaded (the default registry loads a built-in once a module it is about is
+    imported, and the tests run it that way)."""
+    from interop_core.engine.registry import Registry
+
+    return dict(Registry().state.frameworks)
+
+
+def framework_spec(name: str) -> Any:
+    """The spec of framework ``name`` (a built-in's or an installed plugin's), whether or
+    not its module is imported."""
+    return _every()[name]
+
+
 def frameworks(*, builtin: bool = False) -> tuple[str, ...]:
-    """The frameworks the tests convert between, from the default registry: those ``to()``
+    """The frameworks the tests convert between, as the plugins declare them: those ``to()``
     converts into that build examples on the host (``target``, ``example``, "cpu" in
     ``device_kinds``), as the conformance kit picks the frameworks it checks a framework
     against; installed or not (their tests skip through :func:`need`), so a framework a
     plugin adds is tested too. ``builtin``: only those of interop_core's own plugins (for
     tests of what the built-ins promise, such as zero-copy between every pair)."""
-    from interop_core import default_registry
     from interop_core.engine.manager import builtin_plugins
 
     return tuple(
         name
-        for name, spec in default_registry().state.frameworks.items()
+        for name, spec in _every().items()
         if spec.target
         and spec.example is not None
         and (not spec.devices.kinds or "cpu" in spec.devices.kinds)
@@ -62,10 +78,7 @@ def _module(name: str) -> str:
     framework a plugin adds."""
     if name in _MODULES:
         return _MODULES[name]
-    from interop_core import default_registry
-
-    spec = default_registry().state.frameworks[name]
-    return spec.import_name
+    return str(framework_spec(name).import_name)
 
 
 def required() -> set[str]:
@@ -108,9 +121,7 @@ def gpu_count(name: str) -> int:
     0 when it is missing."""
     if not available(name):
         return 0
-    from interop_core import default_registry
-
-    devices = default_registry().state.frameworks[name].devices.visible
+    devices = framework_spec(name).devices.visible
     return sum(d.startswith("cuda:") for d in devices()) if devices else 0
 
 

@@ -365,7 +365,7 @@ def test_measure_arrays_tells_alignment_copies_by_data_pointers() -> None:
     from interop_core.face.doctor import measure_arrays
 
     reg = default_registry()
-    jax_spec = reg.state.frameworks["jax"]
+    jax_spec = reg.ready().frameworks["jax"]
     base = aligned_empty((130,), np.float32)
     base[:] = 1.0
     aligned, unaligned, strided = base[:64], base[1:65], base[::2]

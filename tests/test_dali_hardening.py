@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from adapters import holds, shape_of, to_numpy
-from conftest import frameworks, need
+from conftest import framework_spec, frameworks, need
 
 import interop_core
 from interop_core import OptionError
@@ -91,7 +91,7 @@ def need_target(target: str) -> None:
 def batch_type(target: str) -> type:
     """The array type of ``target``'s batches: its spec's first array type."""
     need_target(target)
-    path = interop_core.default_registry().state.frameworks[target].array_types[0]
+    path = framework_spec(target).array_types[0]
     module, _, name = path.rpartition(".")
     found: type = getattr(importlib.import_module(module), name)
     return found

@@ -13,7 +13,7 @@ from typing import Any
 import adapters
 import pytest
 from adapters import aligned_numpy
-from conftest import frameworks, need
+from conftest import framework_spec, frameworks, need
 
 from interop_core import (
     CopyRequiredError,
@@ -40,8 +40,7 @@ def others(name: str) -> list[str]:
 
 def holding(*dtypes: str, held: bool = True) -> list[str]:
     """The frameworks whose specs hold all of ``dtypes`` (``held=False``: none of them)."""
-    specs = default_registry().state.frameworks
-    return [f for f in FRAMEWORKS if all((d in specs[f].dtypes) is held for d in dtypes)]
+    return [f for f in FRAMEWORKS if all((d in framework_spec(f).dtypes) is held for d in dtypes)]
 
 
 def need_dtype(framework: str, dtype: str) -> None:
@@ -121,7 +120,7 @@ def framework_of(x: Any) -> str:
     for prefix, fw in (("torch", "torch"), ("jax", "jax"), ("tensorflow", "tensorflow")):
         if mod.startswith(prefix):
             return fw
-    spec = default_registry().state.detect(x)  # a plugin's framework
+    spec = default_registry().ready().detect(x)  # a plugin's framework
     assert spec is not None, f"{type(x)} is no framework's array"
     return spec.name
 

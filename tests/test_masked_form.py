@@ -214,7 +214,7 @@ def test_a_plain_array_never_visits_the_forms_edges(np: Any) -> None:
     need("torch")
     from interop_core import default_registry
 
-    graph = default_registry().state.graph
+    graph = default_registry().ready().graph
     asked: list[str] = []
     verdict = graph.verdict
 

@@ -66,9 +66,9 @@ def test_pure_python_switch_turns_every_c_path_off() -> None:
         from interop_core.face import api
         from interop_plugins.frameworks import numpy as npp, torch as tp
         assert ic.to is api.to and not hasattr(ic.to, "python"), ic.to
-        reg = ic.default_registry()
-        assert reg.state.frameworks["numpy"].key is npp.key
-        key = reg.state.frameworks["torch"].key  # composed with torch's per-tensor forms
+        st = ic.default_registry().ready()
+        assert st.frameworks["numpy"].key is npp.key
+        key = st.frameworks["torch"].key  # composed with torch's per-tensor forms
         assert getattr(key, "dense", key) is tp.key
         a = np.arange(6, dtype=np.float32)
         route = ic.explain(a, "torch")
@@ -252,8 +252,7 @@ def test_numpy_keys_in_c_equal_the_python_keys() -> None:
     for x in _arrays():
         assert native.numpy_key(x) == npp.key(x), x
         assert native.numpy_aligned_key(x) == npp.aligned_key(x), x
-    reg = interop_core.default_registry()
-    assert reg.state.frameworks["numpy"].key is native.numpy_key
+    assert interop_core.default_registry().ready().frameworks["numpy"].key is native.numpy_key
 
 
 def test_numpy_keys_of_what_is_not_an_ndarray_are_the_python_keys() -> None:
@@ -503,7 +502,7 @@ def test_tensorflow_keys_in_c_equal_the_python_keys() -> None:
     tf = need("tensorflow")
     from interop_plugins.frameworks import tensorflow as tfp
 
-    key = interop_core.default_registry().state.frameworks["tensorflow"].key
+    key = interop_core.default_registry().ready().frameworks["tensorflow"].key
     key = getattr(key, "dense", key)
     assert type(key).__name__ == "AttrKey"
     tensors = [tf.ones((2, 3)), tf.constant(1, tf.int64), tf.ones((0,), tf.bfloat16)]

@@ -82,7 +82,7 @@ def framework_of(x: Any) -> str:
         return "jax"
     if mod.startswith("tensorflow"):
         return "tensorflow"
-    spec = default_registry().state.detect(x)  # a plugin's framework
+    spec = default_registry().ready().detect(x)  # a plugin's framework
     assert spec is not None, f"{type(x)} is no framework's array"
     return spec.name
 

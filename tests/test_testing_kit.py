@@ -15,7 +15,7 @@ import textwrap
 from typing import Any
 
 import pytest
-from conftest import available, frameworks, need
+from conftest import available, framework_spec, frameworks, need
 
 from interop_core import ConverterSpec, FrameworkSpec, Registry, default_registry, hookimpl
 from interop_core.plugin import Devices, Package
@@ -45,7 +45,7 @@ def test_registered_framework_conforms(name: str) -> None:
     assert done[0].startswith("spec: "), done
     if name in BUILTINS and others:  # the built-ins share memory with each other
         assert any(" -> " in line and "zero-copy" in line for line in done), done
-    if "float32" in default_registry().state.frameworks[name].dtypes:
+    if "float32" in framework_spec(name).dtypes:
         assert any(line.startswith("float32: identity") for line in done), done
 
 

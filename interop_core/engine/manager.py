@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 import warnings
+from collections.abc import Container
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -29,15 +31,40 @@ DISABLE_AUTOLOAD_ENV = "INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_PACKAGE = "interop_plugins"
 
 
+#: The name of the tuple a built-in plugin module declares the modules it is about with.
+ABOUT = "INTEROP_ABOUT"
+_ABOUT_LINE = re.compile(rb"^INTEROP_ABOUT\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+class Builtin(NamedTuple):
+    """A built-in plugin module, and when a call needs it.
+
+    ``about`` is what its ``INTEROP_ABOUT`` says, each entry a set of modules: the plugin
+    is needed once every module of one entry is imported (its objects can exist only
+    then: detection never imports). None: always needed (no declaration, or a plugin whose
+    objects exist without any framework, such as Python callables or a pathlib.Path).
+    """
+
+    name: str
+    about: tuple[frozenset[str], ...] | None = None
+
+    def due(self, modules: Container[str]) -> bool:
+        """Whether a call needs the plugin when ``modules`` (``sys.modules``) are imported."""
+        return self.about is None or any(all(m in modules for m in need) for need in self.about)
+
+
 @cache
-def builtin_plugins(package: str = BUILTIN_PACKAGE) -> tuple[str, ...]:
+def builtin_manifest(package: str = BUILTIN_PACKAGE) -> tuple[Builtin, ...]:
     """The modules of ``package`` (and its subpackages) that implement an ``interop_*``
-    hook, by dotted name: the built-in plugins, in the order they are registered.
+    hook: the built-in plugins, in the order they are registered, each with the modules
+    it is about.
 
     Found by ``pkgutil`` over the package's directories, sorted, so the order is the same
     wherever the package is installed. A module whose source never says ``hookimpl`` is a
-    helper (a converter's code loaded on first use, shared tables) and is not imported
-    here; the others are imported and kept when a function of theirs carries the
+    helper (a converter's code loaded on first use, shared tables) and is not imported. A
+    module whose source declares ``INTEROP_ABOUT`` is a plugin by that declaration, read
+    from the source without importing the module (a lazy registry imports it when a call
+    needs it); the others are imported and kept when a function of theirs carries the
     ``hookimpl`` mark. Modules whose name starts with ``_`` (a compiled extension) are
     private to their package. The answer is cached: the package's files do not change
     while the process runs.
@@ -51,15 +78,27 @@ def builtin_plugins(package: str = BUILTIN_PACKAGE) -> tuple[str, ...]:
     mark = f"{hookspecs.PROJECT}_impl"  # the attribute pluggy's HookimplMarker sets
     found = []
     for info in modules:
-        if not _may_implement_hooks(info):
+        source = _source(info)
+        if source is not None and b"hookimpl" not in source:
+            continue
+        about = None if source is None else _about(info.name, source)
+        if about is not None:
+            found.append(Builtin(info.name, about))
             continue
         module = importlib.import_module(info.name)
         if any(
             name.startswith("interop_") and hasattr(getattr(module, name), mark)
             for name in dir(module)
         ):
-            found.append(info.name)
+            found.append(Builtin(info.name))
     return tuple(found)
+
+
+@cache
+def builtin_plugins(package: str = BUILTIN_PACKAGE) -> tuple[str, ...]:
+    """The built-in plugins' module names, in the order they are registered (see
+    :func:`builtin_manifest`)."""
+    return tuple(b.name for b in builtin_manifest(package))
 
 
 def _reraise(name: str) -> None:
@@ -68,19 +107,90 @@ def _reraise(name: str) -> None:
     raise  # pkgutil calls this inside its ``except ImportError:``
 
 
-def _may_implement_hooks(info: pkgutil.ModuleInfo) -> bool:
-    """False when the module's source never says ``hookimpl`` (importing it cannot find a
-    hook); True when it does, or when there is no source to read (then it is imported)."""
+def _source(info: pkgutil.ModuleInfo) -> bytes | None:
+    """The module's source, or None when there is none to read (bytecode or an extension
+    only: then it is imported to look for hooks)."""
     folder = getattr(info.module_finder, "path", None)  # a FileFinder's directory
     if folder is None:
-        return True
+        return None
     stem = info.name.rpartition(".")[2]
     parts = (stem, "__init__.py") if info.ispkg else (f"{stem}.py",)
     try:
         with open(os.path.join(folder, *parts), "rb") as f:
-            return b"hookimpl" in f.read()
-    except OSError:  # no source (bytecode or an extension only): import it to see
+            return f.read()
+    except OSError:
+        return None
+
+
+def _about(module: str, source: bytes) -> tuple[frozenset[str], ...] | None:
+    """What the ``INTEROP_ABOUT = (...)`` line of a module's source declares (None: no
+    such line). Each entry is a module name, or a tuple of them all needed at once:
+    ``("torch",)``, ``(("jax", "tensorflow"),)``. Anything else raises PluginError."""
+    line = _ABOUT_LINE.search(source)
+    if line is None:
+        return None
+    import ast
+
+    try:  # module names hold no "#": what follows one is a comment
+        value = ast.literal_eval(line.group(1).decode().partition("#")[0])
+    except (ValueError, SyntaxError, UnicodeDecodeError):
+        value = None
+    entries = (
+        [frozenset((e,) if isinstance(e, str) else e) for e in value]
+        if isinstance(value, tuple) and value
+        and all(isinstance(e, str) or (isinstance(e, tuple) and e) for e in value)
+        else []
+    )  # fmt: skip
+    if not entries or not all(isinstance(m, str) and m for e in entries for m in e):
+        raise PluginError(
+            f"Built-in plugin {module!r} declares {ABOUT} as {line.group(1).decode()!r}: it "
+            "must be a tuple of module names on one line, an entry that is a tuple naming "
+            'modules needed together, as in INTEROP_ABOUT = ("mylib", ("one", "other")).'
+        )
+    return tuple(entries)
+
+
+def may_declare_entry_points(group: str) -> bool:
+    """Whether a distribution on ``sys.path`` may declare an entry point in ``group``.
+
+    importlib.metadata finds entry points by building every distribution's metadata (10-30
+    ms here, with ~180 installed). This reads their ``entry_points.txt`` files alone
+    (~2 ms): False when none names the group. It answers True, leaving the search to
+    importlib.metadata, wherever it would look somewhere this does not: a path entry that
+    is a zip file, a finder on ``sys.meta_path`` with distributions of its own.
+    """
+    import sys
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
         return True
+    header = f"[{group}]".encode()
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):
+                return True  # a zip file: importlib.metadata reads it
+            continue
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            suffix = name[-10:].lower()
+            if suffix == ".dist-info" or suffix == ".egg-info":
+                found = os.path.join(folder, name, "entry_points.txt")
+            elif suffix.endswith(".egg"):
+                found = os.path.join(folder, name, "EGG-INFO", "entry_points.txt")
+            else:
+                continue
+            try:
+                with open(found, "rb") as f:
+                    if header in f.read():
+                        return True
+            except OSError:  # none (or an egg-info file: metadata only)
+                if suffix.endswith(".egg") and os.path.isfile(os.path.join(folder, name)):
+                    return True  # a zipped egg: importlib.metadata reads it
+    return False
 
 
 class DroppedPlugin(NamedTuple):
@@ -186,7 +296,7 @@ class InteropPluginManager(pluggy.PluginManager):
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Load each entry point of ``group`` on its own; drop (and warn about) broken ones."""
-        if autoload_disabled():
+        if autoload_disabled() or not may_declare_entry_points(group):
             return
         from importlib import metadata  # ~30 ms: only when entry points are loaded
 

@@ -18,10 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from ..declare.errors import (
-    PluginError,
-    PluginWarning,
-)
+from ..declare.errors import PluginError, PluginWarning, UnknownFrameworkError
 from ..declare.specs import (
     ANY,
     ARRAY,
@@ -34,9 +31,10 @@ from ..declare.specs import (
     KindSpec,
     KnownFramework,
 )
+from .collector import paused_collection
 from .detect import unresolved_types
 from .forms import forms_by_framework, keyed_with
-from .manager import InteropPluginManager
+from .manager import Builtin, InteropPluginManager, builtin_manifest
 from .planner import Graph
 from .state import Declared, Hooks, State
 
@@ -53,6 +51,7 @@ class Registry:
         *,
         builtins: bool = True,
         entry_points: bool = True,
+        lazy: bool = False,
     ) -> None:
         self.pm = manager or InteropPluginManager()
         self.lock = threading.RLock()
@@ -60,12 +59,75 @@ class Registry:
         #: declarations are immutable, so a rebuild (register(), unregister()) asks only the
         #: implementations it has not asked yet (a plugin registered again is asked again).
         self._declared: dict[Any, list[tuple[str, Any]]] = {}
-        if manager is None:
-            if builtins:
-                self.pm.load_builtins()
-            if entry_points:
-                self.pm.load_entry_points()
-        self.state = self._build()
+        #: Built-in plugins not loaded yet (``lazy``), by module name: each loads once a
+        #: module it is about is imported, and all of them when a call fails in a way one
+        #: of them might mend (see :meth:`grow`).
+        self.pending: dict[str, Builtin] = {}
+        #: Each entry of their INTEROP_ABOUT: what every slow call checks against sys.modules.
+        self._waiting: tuple[frozenset[str], ...] = ()
+        #: How many times pending plugins were loaded (a state knows the count it was built at).
+        self.loads = 0
+        with paused_collection():
+            if manager is None:
+                if builtins:
+                    manifest = builtin_manifest()
+                    self.pending = {
+                        b.name: b for b in manifest if lazy and not b.due(sys.modules)
+                    }  # fmt: skip
+                    self.pm.load_builtins(
+                        tuple(b.name for b in manifest if b.name not in self.pending)
+                    )  # fmt: skip
+                    self._waiting = _entries(self.pending)
+                if entry_points:
+                    self.pm.load_entry_points()
+            self.state = self._build()
+
+    # -- lazy loading --------------------------------------------------------------------
+
+    def grow(self, state: State, everything: bool = False) -> State | None:
+        """The state to run a call on instead of ``state``, or None to keep it.
+
+        Loads the pending built-ins a call now needs (those about a module imported since;
+        every one, ``everything``) and returns the new state, or the current one when it
+        holds plugins ``state`` lacks (another thread loaded them); None when ``state`` has
+        every plugin the call can use."""
+        if everything or self._any_due():
+            with self.lock:
+                due = tuple(
+                    b.name for b in self.pending.values() if everything or b.due(sys.modules)
+                )  # fmt: skip
+                if due:
+                    for name in due:
+                        del self.pending[name]
+                    self._waiting = _entries(self.pending)
+                    with paused_collection():
+                        self.pm.load_builtins(due)
+                        self.loads += 1
+                        self.state = self._build()
+        current = self.state
+        return current if current.loads > state.loads else None
+
+    def _any_due(self) -> bool:
+        """Whether a pending built-in is due now: loops, not generators (every slow call of a
+        lazy registry asks, ~1.5 µs with 15 entries waiting)."""
+        modules = sys.modules
+        for need in self._waiting:
+            for module in need:
+                if module not in modules:
+                    break
+            else:
+                return True
+        return False
+
+    def ready(self) -> State:
+        """The state with the pending built-ins about modules imported since loaded (what
+        reading the state directly needs; a call's slow path does the same itself)."""
+        return self.grow(self.state) or self.state
+
+    def load_all(self) -> State:
+        """Load every pending built-in plugin (what listings of all frameworks, such as
+        doctor's, need); returns the state."""
+        return self.grow(self.state, everything=True) or self.state
 
     # -- plugins -------------------------------------------------------------------
 
@@ -76,7 +138,8 @@ class Registry:
             if registered is None:
                 raise PluginError(f"Plugin {name or plugin!r} is blocked and was not registered.")
             try:
-                self.state = self._build(strict=registered)
+                with paused_collection():
+                    self.state = self._build(strict=registered)
             except PluginError:
                 self.pm.unregister(name=registered)
                 self.state = self._build()
@@ -92,7 +155,8 @@ class Registry:
             ):
                 raise PluginError(f"Plugin {name or plugin!r} is not registered.")
             self.pm.unregister(plugin, name)
-            self.state = self._build()
+            with paused_collection():
+                self.state = self._build()
 
     def _collect(self, hook: str, strict: str | None) -> list[tuple[str, Any]]:
         """Call one declaration hook plugin by plugin, so a failure names its plugin."""
@@ -204,7 +268,8 @@ class Registry:
                     self._hook("interop_parse_device", "device"),
                     self.pm.hook,  # the relay converters ask hooks through (CallContext.hook)
                 )
-                return State(generation, specs, graph, installed, hooks)
+                grow = self.grow if self.pending else None
+                return State(generation, specs, graph, installed, hooks, grow, self.loads)
 
     def _hook(self, name: str, arg: str) -> Callable[[Any], Any] | None:
         """The firstresult hook ``name`` as a function of its one argument (None: no plugin
@@ -237,9 +302,8 @@ class Registry:
             kinds[kind.name] = kind
         return kinds
 
-    @staticmethod
     def _validate_kinds(
-        specs: Iterable[tuple[str, KindSpec]], frameworks: dict[str, FrameworkSpec],
+        self, specs: Iterable[tuple[str, KindSpec]], frameworks: dict[str, FrameworkSpec],
         kinds: dict[str, Kind],
     ) -> tuple[KindSpec, ...]:  # fmt: skip
         valid = []
@@ -250,15 +314,21 @@ class Registry:
                 else f"kind {spec.kind!r}" if spec.kind not in kinds else ""
             )  # fmt: skip
             if missing:
-                warnings.warn(
-                    f"Kind {spec.kind!r} of plugin {plugin!r} ignored: no plugin declares "
-                    f"{missing}.",
-                    PluginWarning,
-                    stacklevel=4,
-                )
+                self._ignored(f"Kind {spec.kind!r}", plugin, missing)
                 continue
             valid.append(spec)
         return tuple(valid)
+
+    def _ignored(self, what: str, plugin: str, missing: str) -> None:
+        """Warn that a declaration is left out because no plugin declares what it names;
+        not while built-ins are pending (one of them may: it is checked again when they
+        load)."""
+        if not self.pending:
+            warnings.warn(
+                f"{what} of plugin {plugin!r} ignored: no plugin declares {missing}.",
+                PluginWarning,
+                stacklevel=5,
+            )
 
     def _validate_forms(
         self, declared: Iterable[tuple[str, FormSpec]], frameworks: dict[str, FrameworkSpec],
@@ -269,12 +339,7 @@ class Registry:
         forms: dict[tuple[str, str], FormSpec] = {}
         for plugin, form in declared:
             if form.framework not in frameworks:
-                warnings.warn(
-                    f"Form {form.name!r} of plugin {plugin!r} ignored: no plugin declares "
-                    f"framework {form.framework!r}.",
-                    PluginWarning,
-                    stacklevel=4,
-                )
+                self._ignored(f"Form {form.name!r}", plugin, f"framework {form.framework!r}")
                 continue
             if not form.types or not form.flags or (form.test and form.key is None):
                 what = "types" if not form.types else "flags" if not form.flags else "key"
@@ -313,12 +378,7 @@ class Registry:
             ]
             missing += [f"form {name!r}" for name in sorted(edge.array.forms - named)]
             if missing:
-                warnings.warn(
-                    f"Converter {edge.name!r} of plugin {plugin!r} ignored: no plugin declares "
-                    f"{missing[0]}.",
-                    PluginWarning,
-                    stacklevel=4,
-                )
+                self._ignored(f"Converter {edge.name!r}", plugin, missing[0])
                 continue
             if edge.kind != ARRAY and edge.array != _NOT_AN_ARRAY_EDGE:
                 warnings.warn(
@@ -353,8 +413,20 @@ class Registry:
     # -- names ---------------------------------------------------------------------
 
     def resolve(self, target: Any) -> FrameworkSpec:
-        """The spec a target names now (see :meth:`State.resolve`)."""
-        return self.state.resolve(target)
+        """The spec a target names now (see :meth:`State.resolve`); a name no plugin
+        loaded so far knows loads the pending ones first."""
+        try:
+            return self.state.resolve(target)
+        except UnknownFrameworkError:
+            if not self.pending:
+                raise
+        return self.load_all().resolve(target)
+
+
+def _entries(pending: dict[str, Builtin]) -> tuple[frozenset[str], ...]:
+    """Every entry of the pending built-ins' INTEROP_ABOUT (each has one: the others are
+    never pending)."""
+    return tuple(need for b in pending.values() for need in b.about or ())
 
 
 def importable(module: str) -> bool:

@@ -17,6 +17,7 @@ from ..declare.errors import (
     DeviceError,
     FrameworkNotInstalledError,
     InteropError,
+    NoRouteError,
     NotAnArrayError,
     OptionError,
     UnknownFrameworkError,
@@ -54,6 +55,11 @@ def _by_whole_key(entry: Entry | None, x: Any) -> Runner:
     if run is None:
         raise _Unplanned
     return run
+
+
+#: The errors a built-in plugin not loaded yet may be the cause of: a name, option or device
+#: only it declares, a route through its edges, an object only it claims (see State._slow).
+_MAYBE_PENDING = (UnknownFrameworkError, NoRouteError, NotAnArrayError, OptionError, DeviceError)
 
 
 class _Unplanned(Exception):
@@ -100,8 +106,8 @@ class State:
 
     __slots__ = (
         "array_options", "cache", "declared", "detect", "fast", "frameworks", "generation",
-        "graph", "hook", "installed", "kinds", "known", "names", "owned_claims", "parse_hook",
-        "plain", "reused", "router",
+        "graph", "grow", "hook", "installed", "kinds", "known", "loads", "names",
+        "owned_claims", "parse_hook", "plain", "reused", "router",
     )  # fmt: skip
 
     def __init__(
@@ -111,8 +117,15 @@ class State:
         graph: Graph,
         installed: dict[str, bool],
         hooks: Hooks | None = None,
+        grow: Callable[[State, bool], State | None] | None = None,
+        loads: int = 0,
     ) -> None:
         self.generation = generation
+        #: The lazy registry's :meth:`~interop_core.engine.registry.Registry.grow` while it
+        #: has built-in plugins to load (None: every plugin is loaded), and how many loads
+        #: this state was built after.
+        self.grow = grow
+        self.loads = loads
         self.frameworks = specs.frameworks
         #: Lower-case name or alias -> framework name.
         self.names = specs.names
@@ -291,7 +304,30 @@ class State:
         explaining: bool,
     ) -> Any:  # fmt: skip
         """What ``to()`` does (or, ``explaining``, would do) for ``obj`` off the warm path:
-        one dispatch for both, so explain() shows exactly the route to() takes."""
+        one dispatch for both, so explain() shows exactly the route to() takes.
+
+        A lazy registry's state first loads the built-in plugins about modules imported
+        since it was built; a call that fails in a way a plugin not loaded yet might mend
+        (an unknown name, option or device, no route, no framework owning the object) loads
+        them all and runs again, so a call's answer is the one all plugins give."""
+        grow = self.grow
+        if grow is None:
+            return self._planned(obj, target, device, copy, options, explaining)
+        newer = grow(self, False)
+        if newer is None:
+            try:
+                return self._planned(obj, target, device, copy, options, explaining)
+            except _MAYBE_PENDING:
+                newer = grow(self, True)
+                if newer is None:
+                    raise
+        return newer._slow(obj, target, device, copy, options, explaining)
+
+    def _planned(
+        self, obj: Any, target: Any, device: Any, copy: Any, options: Mapping[str, Any],
+        explaining: bool,
+    ) -> Any:  # fmt: skip
+        """:meth:`_slow` on this state's plugins."""
         if not explaining and id(obj) in self.reused.entries:  # converted before: reused?
             try:
                 again = self.reused.get(obj, arguments(target, device, copy, options))

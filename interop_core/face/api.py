@@ -34,16 +34,20 @@ _current: ContextVar[Registry | None] = ContextVar("interop_core_registry", defa
 def default_registry() -> Registry:
     """The registry ``to()``/``explain()`` use here: the one :func:`using_registry` made
     current in this thread or context, else the process-wide one (built-in plugins plus
-    entry points, built on first use)."""
+    entry points, built on first use; the built-in plugins about frameworks not imported yet
+    load when a call involves them, see :class:`~interop_core.engine.registry.Registry`)."""
     global _default
     reg = _current.get() or _default  # read once: another thread may replace the global
     if reg is None:
-        from ..engine.registry import Registry  # the engine loads here, on first use
+        from ..engine.collector import paused_collection
 
-        with _default_lock:
+        with paused_collection(), _default_lock:
+            from ..engine.registry import Registry  # the engine loads here, on first use
+
             reg = _default
             if reg is None:
-                reg = _default = Registry()
+                # Lazy: the built-ins about frameworks not imported load when a call needs them.
+                reg = _default = Registry(lazy=True)
     return reg
 
 

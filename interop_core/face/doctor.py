@@ -305,7 +305,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     measured. Frameworks are imported and measured with ``reg`` as the default registry,
     their native stderr silenced, and without their DeprecationWarnings.
     """
-    st = reg.state
+    st = reg.load_all()  # every framework, imported or not
     frameworks = []
     installed = []
     with using_registry(reg), native_stderr_silenced(), warnings.catch_warnings():

@@ -42,7 +42,7 @@ def graph_parts(
     Only what is usable with the installed frameworks, or with ``include_all`` every
     framework and every valid converter the plugins declare.
     """
-    st = reg.state
+    st = reg.load_all()  # every framework, imported or not
     if include_all:
         nodes, edges = list(st.frameworks.values()), list(st.declared)
     else:

@@ -23,7 +23,7 @@ def _allocators() -> list[AlignedAllocator]:
     from ..declare.errors import PluginError
     from .api import default_registry
 
-    st = default_registry().state
+    st = default_registry().load_all()  # every framework's, imported or not
     found = [
         spec.devices.allocator.load()
         for spec in st.frameworks.values()

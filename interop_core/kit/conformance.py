@@ -103,7 +103,9 @@ def check_framework(
     ValueError for ``dtypes`` the spec does not hold.
     """
     if registry is None:
-        return _Kit(default_registry(), name, others, dtypes).run()
+        registry = default_registry()
+        registry.load_all()  # the others are every framework, imported or not
+        return _Kit(registry, name, others, dtypes).run()
     with using_registry(registry):
         return _Kit(registry, name, others, dtypes).run()
 

@@ -28,6 +28,9 @@ from interop_core.plugin import (
 from .shared import SignatureCache, first_line, function_edge, function_name, is_forward_mode
 from .tf_graphs import WRITES, operations, value_dependent_op
 
+#: Loaded once both are imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = (("jax", "tensorflow"),)
+
 #: How many input signatures a tf->jax function keeps traced call_tf wrappers for.
 _TRACED_CACHE = 64
 

@@ -36,6 +36,9 @@ from .shared import (
     is_forward_mode,
 )
 
+#: Loaded once both are imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = (("jax", "torch"),)
+
 #: Option of torch_to_jax: the result's shapes and dtypes (a pytree of objects with .shape
 #: and .dtype), which skips shape inference.
 RESULT_SHAPE = "result_shape"

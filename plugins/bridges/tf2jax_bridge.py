@@ -35,6 +35,9 @@ from .jax_tf import tf_to_jax
 from .shared import SignatureCache, first_line, function_edge, function_name
 from .tf_graphs import WRITES, nodes, operations, static_shapes, value_dependent_op
 
+#: Loaded once both are imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = (("tensorflow", "jax"),)
+
 _ASKED_CALL_TF = "output_shape_dtype= was passed: it declares call_tf's outputs, so call_tf runs it"
 #: Conversions kept per function (one per input signature).
 _SIGNATURES = 16

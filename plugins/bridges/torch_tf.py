@@ -14,6 +14,9 @@ from interop_core.plugin import CallContext, ConversionError, ConverterSpec, hoo
 
 from .shared import SignatureCache, check_unmodified, function_edge, function_name
 
+#: Loaded once both are imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = (("torch", "tensorflow"),)
+
 
 def _flatten(tree: Any, kind: tuple[type, ...]) -> tuple[list[Any], list[int]]:
     """All leaves of ``tree`` (dict/list/tuple containers) and the positions of ``kind``."""

@@ -32,6 +32,9 @@ from interop_core.plugin import CallContext, ConverterSpec, Needs, hookimpl
 
 from .shared import function_edge
 
+#: Loaded once both are imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = (("torch", "jax"),)
+
 #: torch 2.13 removed the named-tensor (Dimname) overloads; torchax releases up to 0.0.13
 #: reference them at import time (google/torchax#101, fixed by #102). The first nightly
 #: that imports with torch 2.13 is 0.0.14.dev20260807.

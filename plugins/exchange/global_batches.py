@@ -35,6 +35,9 @@ from ..frameworks.jax import X64
 from ..kinds.iterators import batches_for
 from .shards import jax_sharding
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("jax",)
+
 NAME = "jax.make_array_from_process_local_data"
 #: The marks of a jax.Array laid out as sharding= asks (as the array edges give theirs).
 LAID_OUT = frozenset({"sharded", "laid_out"})

@@ -57,6 +57,9 @@ from interop_core.plugin import (
 from .columns import CHUNKED, PACKED
 from .columns import check_options as check_column_options
 
+#: Loaded once one is imported (docs/plugins.md, "Loaded when needed"): their ragged arrays.
+INTEROP_ABOUT = ("tensorflow", "torch", "pyarrow", "jax")
+
 
 class RaggedArray(NamedTuple):
     """A ragged array of JAX: row ``i`` is ``values[row_splits[i]:row_splits[i + 1]]``.

@@ -39,6 +39,9 @@ from interop_core.plugin import (
 from ..frameworks.jax import x64_enabled, x64_from_environment
 from . import sparse_forms
 
+#: Loaded once one is imported (docs/plugins.md, "Loaded when needed"): their sparse arrays.
+INTEROP_ABOUT = ("torch", "jax", "tensorflow", "scipy.sparse", "cupy")
+
 #: The form every edge here takes (other opaque flags keep them off on their own).
 _FORM = frozenset({sparse_forms.SPARSE})
 #: Flags no edge across frameworks takes: grad, layouts only the array's own framework has.

@@ -29,6 +29,9 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("numpy.ma",)
+
 MASKED = "masked"
 #: The option that asks for the pair, and its one value (as for a column's nulls).
 OPTION, PAIR = "nulls", "mask"

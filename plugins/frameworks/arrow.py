@@ -61,6 +61,9 @@ from ..exchange.columns import (
 )
 from .numpy import aligned_empty, numpy_dtype
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("pyarrow",)
+
 NAME = "pyarrow"
 
 

@@ -30,6 +30,9 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("cupy",)
+
 #: The canonical dtypes CuPy has (no bfloat16 or float8).
 CUPY_DTYPES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

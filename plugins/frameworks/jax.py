@@ -26,6 +26,10 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+#: Loaded once one is imported (docs/plugins.md, "Loaded when needed"); jax.jit's
+#: functions are a jaxlib type.
+INTEROP_ABOUT = ("jax", "jaxlib")
+
 
 def x64_enabled() -> bool:
     """JAX's jax_enable_x64 flag: without it JAX narrows 64-bit inputs to 32 bits."""

@@ -27,6 +27,9 @@ from interop_core.plugin import (
 
 from ..native import native
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("numpy",)
+
 # ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
 _C, _F, _WRITEABLE = 0x1, 0x2, 0x400
 _KEY_BITS = _C | _F | _WRITEABLE

@@ -48,6 +48,9 @@ from .numpy import aligned_empty, numpy_dtype
 from .numpy import describe as describe_ndarray
 from .numpy import key as numpy_key
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("pandas",)
+
 NAME = "pandas"
 #: numpy dtype kinds a column shares: booleans, integers, floats, complex numbers.
 _KINDS = "biufc"

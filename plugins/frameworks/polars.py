@@ -52,6 +52,9 @@ from ..exchange.columns import (
 from . import arrow
 from .numpy import aligned_empty, numpy_dtype
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("polars",)
+
 NAME = "polars"
 _NAMES = {
     "Int8": "int8", "Int16": "int16", "Int32": "int32", "Int64": "int64",

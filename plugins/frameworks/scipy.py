@@ -29,6 +29,9 @@ from interop_core.plugin import (
     hookimpl,
 )
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("scipy.sparse",)
+
 #: scipy.sparse computes in none of these (its kernels reject float16: "Output dtype not
 #: compatible with inputs").
 _NO_DTYPES = frozenset({"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"})

@@ -30,6 +30,9 @@ from interop_core.plugin import (
 
 from ..native import native
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("torch",)
+
 #: What torch imports without copying (the spec's ``imports``, checked by the planner on
 #: every zero-copy edge into torch): no negative strides, which torch cannot hold (it aborts
 #: the interpreter on them through DLPack), and no read-only memory: torch cannot mark a

@@ -42,6 +42,9 @@ from interop_core.plugin import (
 
 from .dali_shared import DALI_ERRORS, cuda_devices, dali_errors
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("nvidia.dali",)
+
 INSTALL_HINT = "pip install nvidia-dali-cuda120 (nvidia-dali-cuda130 for CUDA 13)"
 
 #: Options of DALI's iterators, passed through as DALI defines them.

@@ -46,6 +46,9 @@ from ..frameworks.numpy import describe as describe_ndarray
 from ..frameworks.numpy import key as numpy_key
 from .dali import INSTALL_HINT
 
+#: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
+INTEROP_ABOUT = ("nvidia.dali.experimental.dynamic",)
+
 NAME = "dali.Batch"
 MODULE = "nvidia.dali.experimental.dynamic"
 #: Flag: the samples lie in separate buffers, so one array of them is a copy.
