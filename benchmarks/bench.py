@@ -64,7 +64,7 @@ Section = tuple[str, Row, list[Row]]
 #: The report's sections, in order, by the names --only takes.
 PARTS = ("warm", "size", "copy", "import", "cold", "baseline", "functions", "tf2jax",
          "pipelines", "sharded", "speed", "aligned", "tables", "tensor_files",
-         "sparse", "ragged", "native")  # fmt: skip
+         "sparse", "ragged", "native", "first")  # fmt: skip
 
 
 def per_call_us(fn: Callable[[], Any], number: int) -> float:
@@ -646,6 +646,7 @@ def main() -> int:
         parser.error("--only runs part of the report: leave out --write (it replaces the file)")
     started = time.time()
     q = args.quick
+    import first_call  # benchmarks/first_call.py, beside this file
     import functions  # benchmarks/functions.py, beside this file
     import gpu  # benchmarks/gpu.py, beside this file
     import native  # benchmarks/native.py, beside this file
@@ -700,6 +701,7 @@ def main() -> int:
         "sharded": lambda: sharded.sections(q),
         "speed": lambda: speed.sections(q),
         "native": lambda: native.sections(q),
+        "first": lambda: first_call.sections(q),
         "aligned": lambda: aligned.sections(q) if aligned is not None else [],
     }  # fmt: skip
     sections = [s for name, make in parts.items() if name in only for s in make()]

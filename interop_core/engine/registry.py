@@ -53,7 +53,6 @@ class Registry:
         entry_points: bool = True,
         lazy: bool = False,
     ) -> None:
-        self.pm = manager or InteropPluginManager()
         self.lock = threading.RLock()
         #: What each hook implementation declared, stamped with its plugin, by its HookImpl:
         #: declarations are immutable, so a rebuild (register(), unregister()) asks only the
@@ -68,6 +67,7 @@ class Registry:
         #: How many times pending plugins were loaded (a state knows the count it was built at).
         self.loads = 0
         with paused_collection():
+            self.pm = manager or InteropPluginManager()
             if manager is None:
                 if builtins:
                     manifest = builtin_manifest()
