@@ -403,3 +403,90 @@ def test_a_plugin_from_an_entry_point_is_loaded(
     pm.load_entry_points()
     assert pm.get_plugin("toy") is not None
     sys.modules.pop("toy_ep_plugin", None)
+
+
+def test_a_plugin_registered_at_run_time_may_name_a_framework_still_waiting() -> None:
+    """Its converter into a framework whose built-in waits is held back without a warning,
+    and taken once that framework is imported."""
+    need("numpy")
+    need("jax")
+    out = run(
+        """
+        import numpy as np
+        import interop_core as ic
+        from interop_core.plugin import ConverterSpec, hookimpl
+        calls = []
+
+        def into_jax(a):
+            import jax.numpy as jnp
+            calls.append(1)
+            return jnp.asarray(a)
+
+        class Plugin:
+            @hookimpl
+            def interop_converters(self):
+                return [ConverterSpec(name="toy numpy->jax", source="numpy", target="jax",
+                                      zero_copy=False, cost=0.0, load=lambda: into_jax)]
+
+        a = np.arange(4, dtype=np.float32)
+        ic.to(a, "numpy")  # the registry, lazy, before JAX is imported
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ic.register(Plugin(), name="toy")
+        held = "interop_plugins.frameworks.jax" in ic.default_registry().pending
+        import jax
+        route = ic.explain(a, "jax", copy=True)
+        y = ic.to(a, "jax", copy=True)
+        print(json.dumps({"warnings": [str(w.message) for w in seen], "held": held,
+                          "steps": [s.converter for s in route.steps], "calls": len(calls),
+                          "values": [float(v) for v in y]}))
+        """
+    )
+    assert out["warnings"] == []
+    assert out["held"]
+    assert out["steps"] == ["toy numpy->jax"]
+    assert out["calls"] == 1 and out["values"] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_threads_that_need_a_waiting_plugin_at_once_load_it_once() -> None:
+    """Calls in several threads meet JAX, imported since the registry was built: one loads
+    the plugins about JAX, the others run on the state it built."""
+    need("numpy")
+    need("torch")
+    need("jax")
+    out = run(
+        """
+        import threading
+        import numpy as np, torch
+        import interop_core as ic
+        from interop_core.engine import manager
+        loaded = []
+        real = manager.InteropPluginManager.load_builtins
+        def counted(self, modules=None):
+            loaded.extend(modules or ())
+            return real(self, modules)
+        manager.InteropPluginManager.load_builtins = counted
+        ic.to(np.ones(3, np.float32), "torch")  # the registry: JAX's plugins wait
+        first = list(loaded)
+        import jax.numpy as jnp
+        xs = [jnp.ones(3), np.ones(3, np.float32), torch.ones(3)]
+        results, errors = [], []
+        start = threading.Barrier(9)
+        def work(i):
+            start.wait()
+            try:
+                y = ic.to(xs[i % 3], ["torch", "jax", "jax"][i % 3])
+                results.append(float(y.sum()))
+            except Exception as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(9)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        later = loaded[len(first):]
+        print(json.dumps({"errors": errors, "results": results, "later": later}))
+        """
+    )
+    assert out["errors"] == []
+    assert out["results"] == [3.0] * 9
+    assert "interop_plugins.frameworks.jax" in out["later"]
+    assert len(out["later"]) == len(set(out["later"])), out["later"]
