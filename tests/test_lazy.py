@@ -490,3 +490,42 @@ def test_threads_that_need_a_waiting_plugin_at_once_load_it_once() -> None:
     assert out["results"] == [3.0] * 9
     assert "interop_plugins.frameworks.jax" in out["later"]
     assert len(out["later"]) == len(set(out["later"])), out["later"]
+
+
+def test_a_built_in_that_fails_to_load_stays_waiting_and_fails_each_call_that_needs_it() -> None:
+    """As an eager registry's every call would: nothing is lost silently, and once the
+    failure is gone the plugin loads."""
+    need("numpy")
+    need("scipy")
+    out = run(
+        """
+        import numpy as np
+        import interop_core as ic
+        from interop_core.engine import manager
+        ic.to(np.ones(2), "numpy")
+        reg = ic.default_registry()
+        name = "interop_plugins.frameworks.scipy"
+        waited = name in reg.pending
+        real = manager.InteropPluginManager.load_builtins
+        def broken(self, modules=None):
+            if modules and name in modules:
+                raise ImportError("simulated")
+            return real(self, modules)
+        manager.InteropPluginManager.load_builtins = broken
+        import scipy.sparse  # due from now on
+        failures = []
+        for _ in range(2):
+            try:
+                ic.to(np.ones(2), "numpy", copy=True)
+            except ImportError as exc:
+                failures.append([str(exc), name in reg.pending])
+        manager.InteropPluginManager.load_builtins = real
+        y = ic.to(scipy.sparse.csr_array(np.eye(2)), "numpy", densify=True)
+        print(json.dumps({"waited": waited, "failures": failures, "values": y.tolist(),
+                          "loaded": reg.pm.get_plugin(name) is not None}))
+        """
+    )
+    assert out["waited"]
+    assert out["failures"] == [["simulated", True], ["simulated", True]]
+    assert out["values"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert out["loaded"]

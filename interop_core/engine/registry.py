@@ -43,7 +43,13 @@ _NOT_AN_ARRAY_EDGE = ArrayEdge()
 
 
 class Registry:
-    """Frameworks and converters from the plugins, and the caches planned from them."""
+    """Frameworks and converters from the plugins, and the caches planned from them.
+
+    ``lazy`` (what :func:`~interop_core.default_registry` builds): a built-in plugin is
+    loaded when a call needs it, that is once a module its ``INTEROP_ABOUT`` names is
+    imported, and every one when a call fails in a way one of them might mend (see
+    :meth:`grow`). Otherwise every built-in loads now.
+    """
 
     def __init__(
         self,
@@ -97,15 +103,26 @@ class Registry:
                     b.name for b in self.pending.values() if everything or b.due(sys.modules)
                 )  # fmt: skip
                 if due:
-                    for name in due:
-                        del self.pending[name]
-                    self._waiting = _entries(self.pending)
-                    with paused_collection():
-                        self.pm.load_builtins(due)
-                        self.loads += 1
-                        self.state = self._build()
+                    self._load(due)
         current = self.state
         return current if current.loads > state.loads else None
+
+    def _load(self, names: tuple[str, ...]) -> None:
+        """Load the pending built-ins ``names`` and build the state on them. One whose
+        import fails stays pending (the next call that needs it fails the same way, as an
+        eager registry's every call would); one dropped for its hooks is not asked again."""
+        try:
+            with paused_collection():
+                self.pm.load_builtins(names)
+        finally:
+            dropped = {d.name for d in self.pm.dropped}
+            for name in names:
+                if self.pm.get_plugin(name) is not None or name in dropped:
+                    del self.pending[name]
+            self._waiting = _entries(self.pending)
+            self.loads += 1
+            with paused_collection():
+                self.state = self._build()
 
     def _any_due(self) -> bool:
         """Whether a pending built-in is due now: loops, not generators (every slow call of a

@@ -41,13 +41,14 @@ def default_registry() -> Registry:
     if reg is None:
         from ..engine.collector import paused_collection
 
-        with paused_collection(), _default_lock:
+        with paused_collection():  # the engine's import too: it allocates as much
             from ..engine.registry import Registry  # the engine loads here, on first use
 
-            reg = _default
-            if reg is None:
-                # Lazy: the built-ins about frameworks not imported load when a call needs them.
-                reg = _default = Registry(lazy=True)
+            with _default_lock:
+                reg = _default
+                if reg is None:
+                    # Lazy: the built-ins about frameworks not imported load when needed.
+                    reg = _default = Registry(lazy=True)
     return reg
 
 
