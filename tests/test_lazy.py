@@ -189,6 +189,7 @@ def test_a_declared_module_is_listed_without_being_imported(toy: Path) -> None:
 def test_a_first_call_loads_the_plugins_of_what_is_imported_and_the_rest_when_needed() -> None:
     need("numpy")
     need("torch")
+    need("jax")
     out = run(
         """
         import numpy as np, torch
