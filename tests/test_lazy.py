@@ -530,3 +530,69 @@ def test_a_built_in_that_fails_to_load_stays_waiting_and_fails_each_call_that_ne
     assert out["failures"] == [["simulated", True], ["simulated", True]]
     assert out["values"] == [[1.0, 0.0], [0.0, 1.0]]
     assert out["loaded"]
+
+
+def _objects() -> list[tuple[str, Any]]:
+    """Objects of every installed framework and form the built-ins detect, and functions of
+    each kind (the frameworks missing here are left out)."""
+    found: list[tuple[str, Any]] = []
+    if available("numpy"):
+        import numpy as np
+
+        found += [("ndarray", np.ones(3)), ("masked", np.ma.masked_array([1.0], mask=[0])),
+                  ("scalar", np.float32(1.0)), ("python function", lambda x: x)]  # fmt: skip
+    if available("torch"):
+        import torch
+
+        found += [("tensor", torch.ones(3)), ("sparse", torch.eye(2).to_sparse()),
+                  ("parameter", torch.nn.Parameter(torch.ones(2))),
+                  ("module", torch.nn.Linear(2, 2)),
+                  ("loader", torch.utils.data.DataLoader([1, 2]))]  # fmt: skip
+    if available("jax"):
+        import jax
+
+        found += [("jax array", jax.numpy.ones(3)), ("jitted", jax.jit(lambda x: x))]
+    if available("tensorflow"):
+        import tensorflow as tf
+
+        found += [("tf tensor", tf.ones(3)), ("variable", tf.Variable([1.0])),
+                  ("ragged", tf.ragged.constant([[1], [2, 3]])),
+                  ("tf sparse", tf.sparse.from_dense(tf.eye(2))),
+                  ("tf function", tf.function(lambda x: x))]  # fmt: skip
+    if available("scipy"):
+        import scipy.sparse
+
+        found.append(("csr", scipy.sparse.csr_array((2, 2))))
+    if available("pyarrow"):
+        import pyarrow as pa
+
+        found += [("arrow", pa.array([1, 2])), ("arrow list", pa.array([[1], [2, 3]]))]
+    return found
+
+
+def test_what_an_object_is_does_not_depend_on_the_order_plugins_load_in() -> None:
+    """A lazy registry registers the plugins it loads after the others (pluggy asks the
+    later first): detection, of arrays, forms and kinds, gives the same answers in the
+    sorted order and the reversed one."""
+    objects = _objects()
+    if not objects:
+        pytest.skip("no framework installed")
+    forward, backward = InteropPluginManager(), InteropPluginManager()
+    forward.load_builtins()
+    backward.load_builtins(tuple(reversed([b.name for b in MANIFEST])))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PluginWarning)
+        one, other = Registry(forward), Registry(backward)
+
+    def seen(st: Any, x: Any) -> tuple[str, str]:
+        spec = st.detect(x)
+        if spec is not None:  # the framework, and the form by the flags it describes
+            return spec.name, ",".join(sorted(spec.describe(x).flags))
+        kind = st.detect.kind(x)
+        return "", "" if kind is None else f"{kind.kind} of {kind.framework or 'any'}"
+
+    answers = {label: seen(one.state, x) for label, x in objects}
+    assert answers == {label: seen(other.state, x) for label, x in objects}
+    assert all(any(a) for a in answers.values()), answers
+    if available("numpy"):
+        assert answers["masked"] == ("numpy", "masked")
