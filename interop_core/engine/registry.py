@@ -111,17 +111,16 @@ class Registry:
         """Load the pending built-ins ``names`` and build the state on them. One whose
         import fails stays pending (the next call that needs it fails the same way, as an
         eager registry's every call would); one dropped for its hooks is not asked again."""
-        try:
-            with paused_collection():
+        with paused_collection():
+            try:
                 self.pm.load_builtins(names)
-        finally:
-            dropped = {d.name for d in self.pm.dropped}
-            for name in names:
-                if self.pm.get_plugin(name) is not None or name in dropped:
-                    del self.pending[name]
-            self._waiting = _entries(self.pending)
-            self.loads += 1
-            with paused_collection():
+            finally:
+                dropped = {d.name for d in self.pm.dropped}
+                for name in names:
+                    if self.pm.get_plugin(name) is not None or name in dropped:
+                        del self.pending[name]
+                self._waiting = _entries(self.pending)
+                self.loads += 1
                 self.state = self._build()
 
     def _any_due(self) -> bool:
