@@ -9,14 +9,15 @@ half-rebuilt registry.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any
 
+from .records import record
 from .specs import Device
 
 
-@dataclass(frozen=True)
+@record
 class CallContext:
     """What a converter is told about the request it serves."""
 

@@ -15,10 +15,11 @@ the warm path of ``to()``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import pluggy
 
+from .records import NamedTuple
 from .specs import ConverterSpec, Device, FormSpec, FrameworkSpec, Kind, KindSpec
 
 PROJECT = "interop_core"

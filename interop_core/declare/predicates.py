@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from .errors import DTYPE, FLAG, GLOBAL_FLAG, LAYOUT, READONLY, UNALIGNED, VARIANT, Reason
+from .records import record
 from .specs import ALIGNMENT, ArrayTraits, PlanKey
 
 _UNALIGNED = Reason(
@@ -19,7 +19,7 @@ _UNALIGNED = Reason(
 )
 
 
-@dataclass(frozen=True)
+@record
 class GlobalFlag:
     """A process-wide switch of a consumer that must be on for some dtypes.
 
@@ -55,7 +55,7 @@ _WRITABLE_ALIAS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Needs:
     """Conditions a converter needs of its input; calling it gives None or the refusal reason."""
 

@@ -11,10 +11,11 @@ and to import.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .errors import PluginError
+from .records import NamedTuple, record
 
 if TYPE_CHECKING:  # predicates builds on this module
     from .predicates import GlobalFlag
@@ -57,7 +58,7 @@ PIPELINE = "pipeline"
 ANY = "*"
 
 
-@dataclass(frozen=True)
+@record
 class Device:
     """Where an array lives: a kind ("cpu", "cuda", ...) and an index."""
 
@@ -230,7 +231,7 @@ def _plain_arrays() -> Callable[[PlanKey], str | None]:
     return Needs()
 
 
-@dataclass(frozen=True)
+@record
 class Flag:
     """A flag the objects of a framework may carry (a node trait such as "conj"), and what
     it means for a user: why a converter refuses such an object and how to clear the flag.
@@ -250,7 +251,7 @@ class Flag:
     opaque: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class OrdinaryArrays:
     """Arrays of a framework made the way user code makes them, a row of the doctor's matrix
     beside the framework's own (64-byte aligned) example: what users get may differ from it.
@@ -273,7 +274,7 @@ class OrdinaryArrays:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Form:
     """Examples of one form of a framework's objects that the conformance kit
     (``interop_core.testing.check_framework``) builds beside ``FrameworkSpec.example`` and
@@ -317,7 +318,7 @@ class Form:
     dtypes: tuple[str, ...] = ("float32", "int32")
 
 
-@dataclass(frozen=True)
+@record
 class FormSpec:
     """A form of one framework's arrays (a masked array, a sparse layout, ragged rows),
     declared by a plugin of its own through ``interop_forms()``.
@@ -386,7 +387,7 @@ class AlignedAllocator(Protocol):
         """Whether allocations in the current context are aligned by it."""
 
 
-@dataclass(frozen=True)
+@record
 class Allocator:
     """A framework's opt-in allocator of 64-byte aligned host memory, which
     ``interop_core.aligned_memory()`` switches on: arrays the framework allocates then
@@ -398,7 +399,7 @@ class Allocator:
     scope: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class Package:
     """How a framework is installed and found: for install hints, the doctor and detection
     (a framework is installed when its import name can be imported)."""
@@ -414,7 +415,7 @@ class Package:
         _check_fields(self, str, ("module", "distribution", "install_hint"))
 
 
-@dataclass(frozen=True)
+@record
 class Detection:
     """Detection by structure, for array protocols: the spec owns objects of any type for
     which ``claims`` is true. Such specs are asked only when no ``array_types`` match, in
@@ -430,7 +431,7 @@ class Detection:
         _check_fields(self, str, ("protocol",))
 
 
-@dataclass(frozen=True)
+@record
 class ImportRules:
     """What memory must be for the framework to take it, checked by the planner on every
     array edge into it from another framework, beside the edge's own ``accepts``: an edge
@@ -451,7 +452,7 @@ class ImportRules:
         _check_fields(self, tuple, ("switches",))
 
 
-@dataclass(frozen=True)
+@record
 class Devices:
     """Where a framework's arrays live and how its host memory may be allocated."""
 
@@ -477,7 +478,7 @@ class Devices:
             raise PluginError(f"Devices.allocator is an Allocator, not {self.allocator!r}")
 
 
-@dataclass(frozen=True)
+@record
 class Casting:
     """What ``to(..., dtype=)`` needs of a framework; only that option reads it."""
 
@@ -495,7 +496,7 @@ class Casting:
         _check_callables(self, ("astype", "read_dtype"))
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostics:
     """What the doctor, the conformance kit, ``explain`` and error messages use beside the
     spec's ``example``; routing never reads it."""
@@ -542,7 +543,7 @@ def _check_callables(record: Any, names: tuple[str, ...]) -> None:
             )
 
 
-@dataclass(frozen=True)
+@record
 class FrameworkSpec:
     """A framework (or an array protocol) a plugin teaches the core about.
 
@@ -621,7 +622,7 @@ class FrameworkSpec:
         return self.package.install_hint or f"pip install {self.package.distribution or self.name}"
 
 
-@dataclass(frozen=True)
+@record
 class KindSpec:
     """Objects of a kind other than arrays (functions, ...) that a framework owns: how they
     are found. What the kind itself is (its traits, how ``copy=`` applies, ...) is its
@@ -649,7 +650,7 @@ class KindSpec:
         return self.types[0].partition(".")[0] if self.types else ""
 
 
-@dataclass(frozen=True)
+@record
 class Kind:
     """A kind of object the graph routes, declared once: arrays by the core, functions,
     iterators, pipelines (and any other) by plugins, through ``interop_kinds()``.
@@ -729,7 +730,7 @@ def _array_advance(traits: ArrayTraits, edge: ConverterSpec) -> ArrayTraits:
     return ArrayTraits(traits.dtype, layout, readonly, aligned)
 
 
-@dataclass(frozen=True)
+@record
 class _ArrayKind(Kind):
     """The array kind: traits and the warm path (see :class:`Kind`)."""
 
@@ -752,7 +753,7 @@ ARRAYS = _ArrayKind(
 )
 
 
-@dataclass(frozen=True)
+@record
 class KnownFramework:
     """A framework known by name only: no installed plugin converts it yet.
 
@@ -769,7 +770,7 @@ class KnownFramework:
     plugin: str = field(default="", compare=False)
 
 
-@dataclass(frozen=True)
+@record
 class ArrayEdge:
     """What only an edge of arrays declares (``ConverterSpec.array``): where its result
     lives, what its memory is like, the forms it takes. The registry ignores, with a
@@ -809,7 +810,7 @@ class ArrayEdge:
             raise PluginError(f"ArrayEdge.to_device is a str or None, not {self.to_device!r}")
 
 
-@dataclass(frozen=True)
+@record
 class ConverterSpec:
     """One edge of the route graph: turns an array of ``source`` into one of ``target``.
 

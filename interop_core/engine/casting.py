@@ -12,7 +12,7 @@ CopyRequiredError under ``copy=False``. Iterators hand ``dtype=`` to each batch'
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..declare.errors import (
     CopyRequiredError,
@@ -21,6 +21,7 @@ from ..declare.errors import (
     RefusedEdge,
     framework_failures,
 )
+from ..declare.records import NamedTuple
 from ..declare.specs import DTYPES, FrameworkSpec, TensorInfo
 from .routes import Route, Step
 

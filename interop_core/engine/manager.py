@@ -17,12 +17,13 @@ import re
 import warnings
 from collections.abc import Container
 from functools import cache
-from typing import Any, NamedTuple
+from typing import Any
 
 import pluggy
 
 from ..declare import hookspecs
 from ..declare.errors import PluginError, PluginWarning
+from ..declare.records import NamedTuple
 
 ENTRY_POINT_GROUP = "interop_core"
 DISABLE_AUTOLOAD_ENV = "INTEROP_CORE_DISABLE_PLUGIN_AUTOLOAD"

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Hashable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..declare.errors import PluginWarning
 from ..declare.predicates import GlobalFlag
+from ..declare.records import NamedTuple
 from ..declare.specs import ConverterSpec, FrameworkSpec, PlanKey
 from .detect import TypeTable
 from .planner import Search

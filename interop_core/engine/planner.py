@@ -19,7 +19,6 @@ import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
 
 from ..declare.errors import (
     DTYPE,
@@ -35,6 +34,7 @@ from ..declare.errors import (
     category,
 )
 from ..declare.predicates import GlobalFlag, reads_alignment, reads_flag
+from ..declare.records import NamedTuple
 from ..declare.specs import (
     ANY,
     ARRAYS,

@@ -8,9 +8,10 @@ run twice to find out which failed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..declare.predicates import GlobalFlag
+from ..declare.records import NamedTuple
 from ..declare.specs import ConverterSpec
 from .routes import Route
 

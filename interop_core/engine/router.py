@@ -15,7 +15,7 @@ import functools
 import warnings
 from collections.abc import Hashable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..declare.context import CallContext
 from ..declare.errors import (
@@ -32,6 +32,7 @@ from ..declare.errors import (
     category,
     framework_failures,
 )
+from ..declare.records import NamedTuple
 from ..declare.specs import (
     ANY,
     ARRAYS,

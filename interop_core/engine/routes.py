@@ -8,9 +8,10 @@ a container. :func:`make_route` turns a search's path (engine/planner.py) into o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ..declare.errors import RefusedEdge, shown_refusals
+from ..declare.records import NamedTuple
 from ..declare.specs import ARRAY, ConverterSpec, PlanKey, device_kind
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..declare.errors import (
     DeviceError,
@@ -22,6 +22,7 @@ from ..declare.errors import (
     OptionError,
     UnknownFrameworkError,
 )
+from ..declare.records import NamedTuple
 from ..declare.specs import (
     ANY,
     ARRAYS,

@@ -23,9 +23,10 @@ import ctypes
 import platform
 import warnings
 from operator import index
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..declare.errors import InvalidArrayError
+from ..declare.records import NamedTuple
 from ..declare.specs import Device, c_strides
 
 __all__ = [

@@ -20,7 +20,7 @@ import math
 import struct
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 from ..declare.errors import (
     CopyRequiredError,
@@ -28,6 +28,7 @@ from ..declare.errors import (
     NoRouteError,
     PluginWarning,
 )
+from ..declare.records import NamedTuple
 from ..declare.specs import (
     ALIGNMENT,
     DTYPES,

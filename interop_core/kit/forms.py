@@ -24,9 +24,10 @@ This module imports no framework.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..declare.errors import CopyRequiredError, NoRouteError
+from ..declare.records import NamedTuple
 from ..declare.specs import Form, FrameworkSpec
 from ..face.api import explain, to
 from .buffers import protocol_view
