@@ -97,6 +97,27 @@ def test_post_init_runs_last_with_every_field_set() -> None:
         Checked(-1)
 
 
+def test_replace_of_a_record_equals_the_standard_one() -> None:
+    calls = []
+
+    @records.record
+    class Checked:
+        a: int
+        b: tuple[int, ...] = ()
+        c: str = field(default="", compare=False)
+
+        def __post_init__(self) -> None:
+            calls.append(self.a)
+
+    x = Checked(1, (2,))
+    for changes in ({}, {"a": 5}, {"b": (), "c": "z"}):
+        fast, standard = records.replace(x, **changes), dataclasses.replace(x, **changes)
+        assert fast == standard and repr(fast) == repr(standard) and fast is not x
+    assert calls == [1, 1, 1, 5, 5, 1, 1]  # __post_init__ runs for each copy
+    with pytest.raises(TypeError, match="unexpected keyword argument 'd'"):
+        records.replace(x, d=1)
+
+
 def test_fields_a_record_does_not_take_are_refused() -> None:
     class NotInit:
         a: int = field(default=0, init=False)

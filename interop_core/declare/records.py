@@ -124,6 +124,24 @@ def record(cls: T) -> T:
     return made  # type: ignore[no-any-return]
 
 
+R = TypeVar("R")
+
+
+def replace(obj: R, /, **changes: Any) -> R:
+    """``dataclasses.replace(obj, **changes)`` for a record, without binding every field
+    again (~15 µs a spec; the registry stamps each spec with its plugin): the values are
+    copied, the changes set and ``__post_init__`` run."""
+    layout: _Layout = obj.__record_layout__  # type: ignore[attr-defined]
+    if not layout.known.issuperset(changes):
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]  # its error
+    made: Any = object.__new__(type(obj))
+    made.__dict__.update(obj.__dict__)
+    made.__dict__.update(changes)
+    if layout.post_init:
+        made.__post_init__()
+    return made  # type: ignore[no-any-return]
+
+
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     layout: _Layout = self.__record_layout__
     if args:

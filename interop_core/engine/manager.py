@@ -212,10 +212,21 @@ class InteropPluginManager(pluggy.PluginManager):
 
     def __init__(self) -> None:
         super().__init__(hookspecs.PROJECT)
+        self._mark = f"{hookspecs.PROJECT}_impl"  # the attribute pluggy's HookimplMarker sets
         self.add_hookspecs(hookspecs)
         self.generation = 0
         self.dropped: list[DroppedPlugin] = []
         self.distributions: dict[str, str] = {}
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """pluggy's answer, asked only for attributes carrying the mark: pluggy asks it of
+        every attribute of a plugin (a module has dozens) and checks each with
+        ``inspect.isroutine`` first, a third of registering a built-in."""
+        try:
+            marked = hasattr(getattr(plugin, name), self._mark)
+        except Exception:  # pluggy's own handling decides
+            marked = True
+        return super().parse_hookimpl_opts(plugin, name) if marked else None
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         """Register a plugin and bump the generation so plans are rebuilt.

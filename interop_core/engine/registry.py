@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from ..declare import records
 from ..declare.errors import PluginError, PluginWarning, UnknownFrameworkError
 from ..declare.specs import (
     ANY,
@@ -198,7 +199,7 @@ class Registry:
                 wanted = " or ".join(t.__name__ for t in expected)
                 self._fail(name, f"{hook}() returned {bad[0]!r}, not a {wanted}", strict)
                 continue
-            stamped = [(name, replace(s, plugin=name)) for s in specs]
+            stamped = [(name, records.replace(s, plugin=name)) for s in specs]
             self._declared[impl] = stamped
             results.extend(stamped)
         return results

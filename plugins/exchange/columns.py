@@ -42,7 +42,6 @@ from interop_core.plugin import (
     OptionError,
 )
 
-from ..frameworks.jax import host_importer
 from ..frameworks.numpy import aligned_empty
 from .dlpack import spend_readonly_warning
 
@@ -272,6 +271,8 @@ def _load_torch(access: Access) -> Callable[[Any], Any]:
 
 def _load_jax(access: Access) -> Callable[[Any], Any]:
     import jax.dlpack
+
+    from ..frameworks.jax import host_importer  # a call without JAX never imports it
 
     imported = host_importer()
     from_dlpack, view = jax.dlpack.from_dlpack, access.view

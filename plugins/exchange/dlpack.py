@@ -27,8 +27,6 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from ..frameworks.cupy import on_device_of
-from ..frameworks.jax import host_importer
 from ..frameworks.numpy import ML_DTYPES, has_ml_dtypes
 from ..native import MISSING, chain, native, require_native
 
@@ -256,6 +254,8 @@ def _jax_from_tf() -> Any:
     import jax.dlpack
     import tensorflow as tf
 
+    from ..frameworks.jax import host_importer  # a call without JAX never imports it
+
     imported = host_importer()
     if imported is None:
         return jax.dlpack.from_dlpack
@@ -272,6 +272,8 @@ def _jax_from_tf() -> Any:
 def _jax_from_numpy() -> Any:
     import jax.dlpack
     from numpy.lib.stride_tricks import as_strided
+
+    from ..frameworks.jax import host_importer  # a call without JAX never imports it
 
     imported = host_importer()
     from_dlpack = jax.dlpack.from_dlpack
@@ -295,6 +297,8 @@ def _jax_from_torch() -> Any:
     import torch.utils.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
+    from ..frameworks.jax import host_importer  # a call without JAX never imports it
+
     imported = host_importer()
     to_dlpack = torch.utils.dlpack.to_dlpack
     # Pinned host memory (only where CUDA is) is kDLCUDAHost to JAX's public call, which
@@ -352,12 +356,16 @@ def _cupy_from_dlpack() -> Any:
 def _torch_from_cupy() -> Any:
     import torch
 
+    from ..frameworks.cupy import on_device_of
+
     return on_device_of(torch.from_dlpack)
 
 
 def _jax_from_cupy() -> Any:
     import jax.dlpack
     from cupy.lib.stride_tricks import as_strided
+
+    from ..frameworks.cupy import on_device_of
 
     from_dlpack = jax.dlpack.from_dlpack
 

@@ -25,7 +25,6 @@ from interop_core.plugin import (
     PlanKey,
 )
 
-from ..frameworks.jax import host_importer
 from ..frameworks.numpy import ML_DTYPES, aligned_empty, has_ml_dtypes, numpy_dtype
 
 #: Flags a sharded result carries (exchange/sharding.py's goal for ``sharding=``).
@@ -76,6 +75,8 @@ def _load_torch() -> Callable[[Any], Any]:
 
 def _load_jax() -> Callable[[Any], Any]:
     import jax.dlpack
+
+    from ..frameworks.jax import host_importer  # a call without JAX never imports it
 
     imported = host_importer()
     from_dlpack = jax.dlpack.from_dlpack
