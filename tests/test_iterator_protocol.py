@@ -45,7 +45,7 @@ class Shuffled:
 def converted(source: Any, prefetch: int) -> Any:
     """The converted iterator over ``source``, as to() makes it (a toy source is not a
     known restartable type, so it is made directly; each batch is copied)."""
-    from interop_plugins.kinds.iterators import Batches
+    from interop_plugins.kinds.batches import Batches
 
     return Batches(source, lambda b: b * 1, prefetch=prefetch)
 

@@ -296,7 +296,7 @@ class Pulls:
 
 
 def toy_iterator(n: int, convert: Callable[[Any], Any] = lambda b: b * 1, **options: Any) -> Any:
-    from interop_plugins.kinds.iterators import Batches
+    from interop_plugins.kinds.batches import Batches
 
     return Batches(Resumable(n), convert, checkpointer_of=toy_checkpointer, **options)
 

@@ -145,30 +145,10 @@ def replace(obj: R, /, **changes: Any) -> R:
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     layout: _Layout = self.__record_layout__
     if args:
-        if len(args) > len(layout.names):
-            raise TypeError(
-                f"{type(self).__qualname__}.__init__() takes {len(layout.names)} positional "
-                f"arguments but {len(args)} were given"
-            )
-        for name, value in zip(layout.names, args, strict=False):
-            if name in kwargs:
-                raise TypeError(
-                    f"{type(self).__qualname__}.__init__() got multiple values for argument "
-                    f"{name!r}"
-                )
-            kwargs[name] = value
-    if not layout.known.issuperset(kwargs):
-        unknown = sorted(kwargs.keys() - layout.known)
-        raise TypeError(
-            f"{type(self).__qualname__}.__init__() got an unexpected keyword argument "
-            f"{unknown[0]!r}"
-        )
-    if not layout.required.issubset(kwargs):
-        missing = [n for n in layout.names if n in layout.required and n not in kwargs]
-        raise TypeError(
-            f"{type(self).__qualname__}.__init__() missing {len(missing)} required positional "
-            f"argument{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}"
-        )
+        kwargs = _bind(self, layout.names, args, kwargs)
+    given = kwargs.keys()
+    if not (given <= layout.known and given >= layout.required):
+        _refuse(self, layout, given)
     values = self.__dict__  # the frozen guard is __setattr__; the record's own dict is not
     values.update(layout.defaults)
     for name, factory in layout.factories:
@@ -177,6 +157,37 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     values.update(kwargs)
     if layout.post_init:
         self.__post_init__()
+
+
+def _bind(self: Any, names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The keyword arguments with the positional ones bound to the first fields."""
+    if len(args) > len(names):
+        raise TypeError(
+            f"{type(self).__qualname__}.__init__() takes {len(names)} positional arguments "
+            f"but {len(args)} were given"
+        )
+    for name in names[: len(args)]:
+        if name in kwargs:
+            raise TypeError(
+                f"{type(self).__qualname__}.__init__() got multiple values for argument {name!r}"
+            )
+    kwargs.update(zip(names, args, strict=False))
+    return kwargs
+
+
+def _refuse(self: Any, layout: _Layout, given: Any) -> None:
+    """Raise the TypeError Python raises for an unknown or a missing argument."""
+    unknown = sorted(given - layout.known)
+    if unknown:
+        raise TypeError(
+            f"{type(self).__qualname__}.__init__() got an unexpected keyword argument "
+            f"{unknown[0]!r}"
+        )
+    missing = [n for n in layout.names if n in layout.required and n not in given]
+    raise TypeError(
+        f"{type(self).__qualname__}.__init__() missing {len(missing)} required positional "
+        f"argument{'s' if len(missing) > 1 else ''}: {', '.join(map(repr, missing))}"
+    )
 
 
 def _repr(self: Any) -> str:

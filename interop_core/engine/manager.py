@@ -60,7 +60,7 @@ def builtin_manifest(package: str = BUILTIN_PACKAGE) -> tuple[Builtin, ...]:
     hook: the built-in plugins, in the order they are registered, each with the modules
     it is about.
 
-    Found by ``pkgutil`` over the package's directories, sorted, so the order is the same
+    Found in the package's directories (:func:`_modules`), sorted, so the order is the same
     wherever the package is installed. A module whose source never says ``hookimpl`` is a
     helper (a converter's code loaded on first use, shared tables) and is not imported. A
     module whose source declares ``INTEROP_ABOUT`` is a plugin by that declaration, read
@@ -70,28 +70,23 @@ def builtin_manifest(package: str = BUILTIN_PACKAGE) -> tuple[Builtin, ...]:
     private to their package. The answer is cached: the package's files do not change
     while the process runs.
     """
-    root = importlib.import_module(package)
-    modules = sorted(
-        (info for info in pkgutil.walk_packages(root.__path__, f"{package}.", _reraise)
-         if not any(part.startswith("_") for part in info.name.split(".")[1:])),
-        key=lambda info: info.name,
-    )  # fmt: skip
+    modules = _modules(package)
     mark = f"{hookspecs.PROJECT}_impl"  # the attribute pluggy's HookimplMarker sets
     found = []
-    for info in modules:
-        source = _source(info)
+    for name, path in modules:
+        source = _read(path)
         if source is not None and b"hookimpl" not in source:
             continue
-        about = None if source is None else _about(info.name, source)
+        about = None if source is None else _about(name, source)
         if about is not None:
-            found.append(Builtin(info.name, about))
+            found.append(Builtin(name, about))
             continue
-        module = importlib.import_module(info.name)
+        module = importlib.import_module(name)
         if any(
-            name.startswith("interop_") and hasattr(getattr(module, name), mark)
-            for name in dir(module)
+            attr.startswith("interop_") and hasattr(getattr(module, attr), mark)
+            for attr in dir(module)
         ):
-            found.append(Builtin(info.name))
+            found.append(Builtin(name))
     return tuple(found)
 
 
@@ -108,26 +103,90 @@ def _reraise(name: str) -> None:
     raise  # pkgutil calls this inside its ``except ImportError:``
 
 
-def _source(info: pkgutil.ModuleInfo) -> bytes | None:
-    """The module's source, or None when there is none to read (bytecode or an extension
-    only: then it is imported to look for hooks)."""
+def _modules(package: str) -> list[tuple[str, str | None]]:
+    """The public modules of ``package`` and of its subpackages, sorted by name, each with
+    the path of its source (None: only bytecode or an extension, imported to look for
+    hooks). Names starting with ``_`` (a compiled extension) are private to their package.
+
+    Plain folders are listed with ``os.scandir``, as pkgutil's file finder lists them
+    (~0.3 ms; pkgutil, which goes through the import system and imports each subpackage,
+    spends 2-3 ms of the first call); a package anywhere else (a zip file) goes through
+    pkgutil."""
+    root = importlib.import_module(package)
+    folders = list(root.__path__)
+    if not all(os.path.isdir(folder) for folder in folders):
+        infos = pkgutil.walk_packages(folders, f"{package}.", _reraise)
+        return sorted(
+            (info.name, _source(info)) for info in infos
+            if not any(part.startswith("_") for part in info.name.split(".")[1:])
+        )  # fmt: skip
+    import inspect  # imported by dataclasses already
+
+    found: dict[str, str | None] = {}
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as entries:
+            listed = sorted(entries, key=lambda e: e.name)
+        for entry in listed:
+            if entry.name.startswith("_"):
+                continue
+            if entry.is_dir():
+                init = os.path.join(entry.path, "__init__.py")
+                if "." not in entry.name and os.path.isfile(init):
+                    found.setdefault(prefix + entry.name, init)
+                    walk(entry.path, f"{prefix}{entry.name}.")
+                continue
+            stem = inspect.getmodulename(entry.name)
+            if stem is not None and "." not in stem:
+                source = entry.path if entry.name.endswith(".py") else None
+                if found.get(prefix + stem) is None:
+                    found[prefix + stem] = source
+
+    for folder in folders:
+        walk(folder, f"{package}.")
+    return sorted(found.items())
+
+
+def _source(info: pkgutil.ModuleInfo) -> str | None:
+    """The path of a module's source that pkgutil found, or None (none to read)."""
     folder = getattr(info.module_finder, "path", None)  # a FileFinder's directory
     if folder is None:
         return None
     stem = info.name.rpartition(".")[2]
     parts = (stem, "__init__.py") if info.ispkg else (f"{stem}.py",)
+    return os.path.join(folder, *parts)
+
+
+def _read(path: str | None) -> bytes | None:
+    """A module's source, or None when there is none to read (then it is imported to look
+    for hooks)."""
+    if path is None:
+        return None
     try:
-        with open(os.path.join(folder, *parts), "rb") as f:
+        with open(path, "rb") as f:
             return f.read()
     except OSError:
         return None
+
+
+def _about_line(source: bytes) -> re.Match[bytes] | None:
+    """The ``INTEROP_ABOUT = ...`` line of a source (a search with ``^`` over every line
+    of the 26 plugins' 420 kB costs 1.5 ms; finding the name first, 0.05)."""
+    at = source.find(b"INTEROP_ABOUT")
+    while at >= 0:
+        if at == 0 or source[at - 1] == 0x0A:  # at the start of a line
+            line = _ABOUT_LINE.match(source, at)
+            if line is not None:
+                return line
+        at = source.find(b"INTEROP_ABOUT", at + 1)
+    return None
 
 
 def _about(module: str, source: bytes) -> tuple[frozenset[str], ...] | None:
     """What the ``INTEROP_ABOUT = (...)`` line of a module's source declares (None: no
     such line). Each entry is a module name, or a tuple of them all needed at once:
     ``("torch",)``, ``(("jax", "tensorflow"),)``. Anything else raises PluginError."""
-    line = _ABOUT_LINE.search(source)
+    line = _about_line(source)
     if line is None:
         return None
     import ast

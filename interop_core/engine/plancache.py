@@ -77,8 +77,9 @@ class PlanCache:
         #: Converters that failed with BufferError/NotImplementedError, per route key: each
         #: failure is warned about once (the route is re-planned for that object only).
         self.failed: dict[RouteKey, frozenset[tuple[str, str]]] = {}
-        #: Converter functions already loaded (ConverterSpec.load() runs once per edge).
-        self.loaded: dict[ConverterSpec, Callable[..., Any]] = {}
+        #: id(edge) -> (edge, its function): ConverterSpec.load() runs once per edge. Keyed
+        #: by identity (the edge kept alive with it): hashing a spec hashes all its fields.
+        self.loaded: dict[int, tuple[ConverterSpec, Callable[..., Any]]] = {}
         #: Routes of non-array requests (functions, pipelines, ...) by (route key, the
         #: option names given, the options passed truthy, those passed False, the edges an
         #: object's inspection refused): what planning depends on.
@@ -159,9 +160,11 @@ class PlanCache:
         self, edge: ConverterSpec, loader: Callable[[ConverterSpec], Callable[..., Any]]
     ) -> Any:
         """``edge``'s conversion function, loaded once per registry state."""
-        func = self.loaded.get(edge)
-        if func is None:
-            func = self.loaded[edge] = loader(edge)
+        found = self.loaded.get(id(edge))
+        if found is not None and found[0] is edge:
+            return found[1]
+        func = loader(edge)
+        self.loaded[id(edge)] = (edge, func)
         return func
 
 

@@ -368,6 +368,7 @@ class Graph:
                 found = cost
                 break
             here = device_kind(key.device)
+            on_host = key.device == "cpu"
             kind = self.kind(key.kind)
             dtype = key.traits.dtype if isinstance(key.traits, ArrayTraits) else ""
             for edge in self.edges_from(key):
@@ -377,13 +378,15 @@ class Graph:
                     continue
                 if ends and edge.target in ends:  # an end, not a way (FrameworkSpec.waypoint)
                     continue
-                # The node after the edge is built only for edges that take the key.
-                lands = landing(key, edge, kind, goal)
-                if edge.array.to_device is not None and lands == key.device:
+                # The node after the edge is built only for edges that take the key. On
+                # the host, only a move lands elsewhere (most edges: no call to landing()).
+                moves = edge.array.to_device is not None
+                lands = landing(key, edge, kind, goal) if moves or not on_host else "cpu"
+                if moves and lands == key.device:
                     continue  # a move to where the object already is
                 reason: str | None = None
                 if kind.on_device:
-                    there = device_kind(lands)
+                    there = here if lands == key.device else device_kind(lands)
                     if there not in kinds:
                         continue
                     if there != "cpu" and sees is not None:

@@ -24,8 +24,9 @@ from interop_core.plugin import ArrayEdge, ConverterSpec, FormSpec, Needs, hooki
 
 from . import sharded_forms
 
-#: Loaded once one is imported (docs/plugins.md, "Loaded when needed"): sharded arrays.
-INTEROP_ABOUT = ("torch", "jax")
+#: Loaded once one is imported (docs/plugins.md, "Loaded when needed"): sharded arrays. A
+#: DTensor exists only once torch.distributed.tensor is imported (``import torch`` does not).
+INTEROP_ABOUT = ("torch.distributed.tensor", "jax")
 
 #: Refused beside the opaque flags of other forms (the planner keeps those off): grad.
 _OTHER_OPAQUE = frozenset({"requires_grad"})

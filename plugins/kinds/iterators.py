@@ -10,7 +10,7 @@ framework.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interop_core.plugin import (
     ANY,
@@ -26,8 +26,10 @@ from interop_core.plugin import (
     hookimpl,
 )
 
-from .batches import Batches
-from .checkpoints import checkpointer, show
+# batches.py and checkpoints.py are imported by the calls that use them: this plugin is
+# loaded on every first call, most of which convert no iterator.
+if TYPE_CHECKING:
+    from .batches import Batches
 
 #: Iterables that start a new pass (an epoch) each time they are iterated; any other
 #: object must be an iterator (``iter(obj)`` makes one of any iterable).
@@ -50,6 +52,7 @@ def batches_for(source: Iterable[Any], convert: Callable[[Any], Any], ctx: CallC
     ``interop_worker_policy`` hook plans, set here before any pass starts them (a torch
     DataLoader's: made safe by loader_workers.py); ``.workers`` says how. The source's
     checkpointer is the ``interop_checkpointer`` hook's answer, asked when first needed."""
+    from .batches import Batches
     from .loader_workers import safe_workers
 
     ask = Asker(ctx.hook)
@@ -69,6 +72,8 @@ class Asker:
 
     def checkpointer(self, source: Any) -> Checkpointer | str:
         """The ``interop_checkpointer`` hook's answer for ``source``."""
+        from .checkpoints import checkpointer, show
+
         found = None if self._hook is None else self._hook.interop_checkpointer(source=source)
         if found is None:  # no plugin answered (the built-in one is not registered)
             return checkpointer(source)
@@ -85,6 +90,7 @@ class Asker:
 
     def worker_policy(self, loader: Any, target: str) -> WorkersPlan:
         """The ``interop_worker_policy`` hook's answer for ``loader`` and ``target``."""
+        from .checkpoints import show
         from .loader_workers import plan_workers
 
         if self._hook is None:
@@ -106,6 +112,8 @@ class Asker:
 def interop_checkpointer(source: Any) -> Checkpointer | str:
     """The built-in checkpointers (checkpoints.py), told apart by the class paths of the
     source; the reason it cannot be checkpointed for any other."""
+    from .checkpoints import checkpointer
+
     return checkpointer(source)
 
 
