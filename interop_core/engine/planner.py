@@ -421,7 +421,7 @@ class Graph:
         # as the one found (then no alignment makes them win: no second search is needed).
         out.path_aligned = any(self.reads_alignment(e, None) for _, e, _ in out.path)
         out.refused_aligned = any(
-            self.reads_alignment(e, why) and (found is None or through < found)
+            (found is None or through < found) and self.reads_alignment(e, why)
             for e, why, through in ranked
         )
         out.flags = tuple(flags)
