@@ -145,7 +145,10 @@ def replace(obj: R, /, **changes: Any) -> R:
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     layout: _Layout = self.__record_layout__
     if args:
-        kwargs = _bind(self, layout.names, args, kwargs)
+        if kwargs or len(args) > len(layout.names):
+            kwargs = _bind(self, layout.names, args, kwargs)
+        else:  # positional only (Device("cuda", 1)): nothing to check
+            kwargs = dict(zip(layout.names, args, strict=False))
     given = kwargs.keys()
     if not (given <= layout.known and given >= layout.required):
         _refuse(self, layout, given)
