@@ -296,9 +296,9 @@ def _jax_from_torch() -> Any:
     import torch
     import torch.utils.dlpack
 
-    from_dlpack = jax.dlpack.from_dlpack
     from ..frameworks.jax import host_importer  # a call without JAX never imports it
 
+    from_dlpack = jax.dlpack.from_dlpack
     imported = host_importer()
     to_dlpack = torch.utils.dlpack.to_dlpack
     # Pinned host memory (only where CUDA is) is kDLCUDAHost to JAX's public call, which
