@@ -13,10 +13,13 @@ The names here are the plugin API: the modules behind them (``interop_core.decla
 it (the built-in ones, or docs/plugins.md's examples) or it belongs to what they declare,
 return or raise (every error, every refusal category, the records the readers return); the
 engine's other helpers stay in their modules. Importing this module imports no
-framework and nothing beyond the standard library, pluggy and interop_core itself.
+framework and nothing beyond the standard library, pluggy and interop_core itself; the
+protocol readers (``read_buffer``, ``read_capsule``, ...) load on first use.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .declare.context import CallContext
 from .declare.errors import (
@@ -90,18 +93,41 @@ from .declare.specs import (
 )
 from .engine.casting import Cast
 from .engine.containers import map_leaves
-from .kit.buffers import (
-    BufferInfo,
-    DLPackInfo,
-    InterfaceInfo,
-    capsule_address,
-    export_capsule,
-    has_buffer,
-    read_buffer,
-    read_capsule,
-    read_interface,
-)
 from .native import PURE_PYTHON_ENV, pure_python
+
+if TYPE_CHECKING:
+    from .kit.buffers import (
+        BufferInfo,
+        DLPackInfo,
+        InterfaceInfo,
+        capsule_address,
+        export_capsule,
+        has_buffer,
+        read_buffer,
+        read_capsule,
+        read_interface,
+    )
+
+#: The protocol readers, imported on first use (PEP 562): their ctypes structures cost
+#: ~1.7 ms, and a first call that meets no object speaking a protocol never reads one.
+_READERS = frozenset({
+    "BufferInfo", "DLPackInfo", "InterfaceInfo", "capsule_address", "export_capsule",
+    "has_buffer", "read_buffer", "read_capsule", "read_interface",
+})  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _READERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .kit import buffers
+
+    globals().update({n: getattr(buffers, n) for n in _READERS})  # found directly from now on
+    return getattr(buffers, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_READERS})
+
 
 __all__ = [
     "ALIGNMENT",

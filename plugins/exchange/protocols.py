@@ -38,7 +38,7 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interop_core.plugin import (
     ALIGNMENT,
@@ -51,10 +51,8 @@ from interop_core.plugin import (
     ConverterSpec,
     Detection,
     Device,
-    DLPackInfo,
     Flag,
     FrameworkSpec,
-    InterfaceInfo,
     InvalidArrayError,
     Needs,
     PlanKey,
@@ -62,17 +60,17 @@ from interop_core.plugin import (
     TensorInfo,
     c_strides,
     classify_layout,
-    export_capsule,
-    has_buffer,
     hookimpl,
-    read_buffer,
-    read_capsule,
-    read_interface,
 )
 
 from ..frameworks.numpy import ML_DTYPES, aligned_copy
 from ..frameworks.numpy import astype as numpy_astype
 from ..frameworks.numpy import describe as describe_ndarray
+
+# The readers (interop_core.plugin's, from kit/buffers.py) are imported by the functions
+# that read: this plugin loads on every first call, most of which meet no protocol object.
+if TYPE_CHECKING:
+    from interop_core.plugin import DLPackInfo, InterfaceInfo
 
 #: Flag: the producer builds new memory on every access (its "zero-copy" export copies).
 FRESH = "fresh"
@@ -225,6 +223,8 @@ class DLPackSnapshot:
 
 def snapshot_dlpack(x: Any) -> DLPackSnapshot:
     """Export one capsule of ``x`` (versioned when it can), check and describe it."""
+    from interop_core.plugin import export_capsule, read_capsule
+
     if isinstance(x, DLPackSnapshot):
         return x
     capsule = export_capsule(x)
@@ -414,6 +414,8 @@ class _CudaDevice:
 
 def snapshot_cai(x: Any) -> InterfaceSnapshot:
     """Read ``x.__cuda_array_interface__`` once, check and describe it."""
+    from interop_core.plugin import read_interface
+
     if isinstance(x, CudaInterfaceSnapshot):
         return x
     d = _interface_dict(x, "__cuda_array_interface__")
@@ -485,6 +487,8 @@ def snapshot_array_interface(x: Any) -> InterfaceSnapshot:
     The memory stays what that one dict names: a buffer the object exports itself
     (``data`` None) is held as a memoryview, exported once.
     """
+    from interop_core.plugin import read_interface
+
     if isinstance(x, ArrayInterfaceSnapshot):
         return x
     d = _interface_dict(x, "__array_interface__")
@@ -534,6 +538,8 @@ def _load_asarray_interface() -> Any:
 
 
 def _speaks_buffer(obj: Any) -> bool:
+    from interop_core.plugin import has_buffer
+
     # What memoryview(obj) needs, asked of the type: detection caches the answer per type,
     # so it must not depend on one object's state (a closed mmap, a released memoryview),
     # and asking exports nothing.
@@ -547,6 +553,8 @@ def snapshot_buffer(x: Any) -> memoryview:
 
 def describe_buffer(x: Any) -> TensorInfo:
     """Describe a buffer-protocol object from one buffer export (released at once)."""
+    from interop_core.plugin import read_buffer
+
     buf = read_buffer(x)
     dtype = format_dtype(buf.format, buf.itemsize)
     return TensorInfo(
@@ -567,6 +575,8 @@ def buffer_key(x: Any) -> Any:
 
 def buffer_ptr(x: Any) -> int:
     """Address of the first element."""
+    from interop_core.plugin import read_buffer
+
     return read_buffer(x).address
 
 
@@ -780,6 +790,8 @@ def _astype_buffer(x: Any, dtype: str) -> memoryview:
 
 
 def _astype_interface(x: InterfaceSnapshot, dtype: str) -> InterfaceSnapshot:
+    from interop_core.plugin import read_interface
+
     out = _cast(x, x.described, dtype)
     d = out.__array_interface__
     info = read_interface(d)
