@@ -118,6 +118,26 @@ def test_replace_of_a_record_equals_the_standard_one() -> None:
         records.replace(x, d=1)
 
 
+def test_methods_a_class_defines_stay_and_its_hash_follows_dataclass_rules() -> None:
+    made = []
+    for decorate in (dataclasses.dataclass(frozen=True), records.record):
+
+        class Own:
+            a: int
+            b: int = 0
+
+            def __eq__(self, other: object) -> bool:  # equal whatever b is
+                return type(other) is type(self) and self.a == other.a  # type: ignore[attr-defined]
+
+            def __repr__(self) -> str:
+                return f"Own<{self.a}>"
+
+        made.append(decorate(Own))
+    for cls in made:
+        assert cls(1, 2) == cls(1, 3) and repr(cls(4)) == "Own<4>"
+        assert hash(cls(1, 2)) == hash((1, 2))  # the fields' hash, as dataclass adds it
+
+
 def test_fields_a_record_does_not_take_are_refused() -> None:
     class NotInit:
         a: int = field(default=0, init=False)

@@ -120,7 +120,9 @@ def record(cls: T) -> T:
     for name, method in _METHODS.items():
         if name not in own:
             setattr(made, name, method)
-    if "__hash__" not in own:  # a class defining __eq__ alone has None there, as Python sets
+    # As dataclass(frozen=True) does: a __hash__ of the class's own stays; the None that
+    # Python sets for a class defining __eq__ alone does not.
+    if own.get("__hash__", _NONE) is _NONE or (own["__hash__"] is None and "__eq__" in own):
         made.__hash__ = _hash
     return made  # type: ignore[no-any-return]
 
@@ -141,6 +143,9 @@ def replace(obj: R, /, **changes: Any) -> R:
     if layout.post_init:
         made.__post_init__()
     return made  # type: ignore[no-any-return]
+
+
+_NONE = object()  # a marker: no such entry
 
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
