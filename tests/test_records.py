@@ -142,7 +142,7 @@ def test_fields_a_record_does_not_take_are_refused() -> None:
     class NotInit:
         a: int = field(default=0, init=False)
 
-    with pytest.raises(TypeError, match="init=True"):
+    with pytest.raises(TypeError, match="init=True, positional"):
         records.record(NotInit)
 
 

@@ -96,7 +96,9 @@ def record(cls: T) -> T:
     fields = dataclasses.fields(made)
     for f in fields:
         if not f.init or f.kw_only is True:
-            raise TypeError(f"{made.__qualname__}.{f.name}: a record takes init=True fields only")
+            raise TypeError(
+                f"{made.__qualname__}.{f.name}: a record takes init=True, positional fields"
+            )
     made.__record_layout__ = _Layout(
         names=tuple(f.name for f in fields),
         known=frozenset(f.name for f in fields),
