@@ -7,6 +7,7 @@ PlanKey fields, so the plan cache stays faithful.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 
@@ -47,6 +48,13 @@ class GlobalFlag:
         if self.unloaded is not None and self.module not in sys.modules:
             return self.unloaded()
         return self.read()
+
+
+@functools.cache
+def _only(handled: frozenset[str], what: str = "") -> Reason:
+    """The refusal of a variant that handles only ``handled``: made once per set (a plan
+    search asks every variant of a pair, and most refuse)."""
+    return Reason(f"handles only {what}{', '.join(sorted(handled))}", VARIANT)
 
 
 _WRITABLE_ALIAS = (
@@ -94,10 +102,10 @@ class Needs:
         dtype = traits.dtype if arrays else ""
         # Variant mismatches first: another edge of the same pair handles those keys.
         if self.only_dtypes is not None and dtype not in self.only_dtypes:
-            return Reason(f"handles only {', '.join(sorted(self.only_dtypes))}", VARIANT)
+            return _only(self.only_dtypes)
         missing = self.flags - key.flags
         if missing:
-            return Reason(f"handles only arrays with {', '.join(sorted(missing))}", VARIANT)
+            return _only(missing, "arrays with ")
         if dtype in self.no_dtypes:
             return Reason(self.dtype_reason or f"cannot take dtype {dtype}", DTYPE)
         switch = self.flag

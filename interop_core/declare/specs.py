@@ -720,6 +720,8 @@ def _array_advance(traits: ArrayTraits, edge: ConverterSpec) -> ArrayTraits:
     (unless the edge says otherwise); a copy is C-contiguous, writable and aligned (unless
     the edge says its copies may not be)."""
     if edge.zero_copy:
+        if edge.array.aligned_result is None and edge.array.readonly_result is None:
+            return traits  # most shares: the same traits
         layout, readonly, aligned = traits.layout, traits.readonly, traits.aligned
         if edge.array.aligned_result is not None:
             aligned = edge.array.aligned_result

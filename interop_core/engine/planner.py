@@ -15,6 +15,7 @@ strides, JAX's x64), so those rules are written once, in the framework's spec.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 from collections import defaultdict
@@ -230,6 +231,8 @@ class Graph:
             node: [e for e in edges if self.opaque.isdisjoint(_required_flags(e))]
             for node, edges in self.by_source.items()
         }
+        #: (id(edge), dtype) -> :meth:`flags_read`'s answer, filled as searches ask.
+        self._flags_read: dict[tuple[int, str], tuple[GlobalFlag, ...]] = {}
         #: Frameworks that are no waypoint: entered only by routes that start or end there.
         self.ends: frozenset[str] = frozenset(s.name for s in specs if not s.waypoint)
         #: (framework, flag) -> the advice that framework declares for the flag; ("", flag):
@@ -247,8 +250,8 @@ class Graph:
         leaves the switches unread. An opaque flag the edge does not take (it names neither
         the flag nor its form) counts as a flag its own ``Needs`` refuses, in the same order."""
         own = edge.accepts(key)
-        refused = key.flags & self.opaque
-        if refused:
+        if key.flags and not self.opaque.isdisjoint(key.flags):
+            refused = key.flags & self.opaque
             refused -= self.taken.get(id(edge), frozenset())
             if refused:
                 flag = min(refused)
@@ -272,12 +275,14 @@ class Graph:
     def flags_read(self, edge: ConverterSpec, dtype: str) -> tuple[GlobalFlag, ...]:
         """The global flags the verdict on a ``dtype`` array across ``edge`` turns on: the
         edge's own (``Needs.flag``) and its target's switches for that dtype."""
-        own = reads_flag(edge.accepts, dtype)
-        rules = self.rules.get(id(edge))
-        if rules is None or not rules.switches:  # most edges: asked on every search step
-            return () if own is None else (own,)
-        found = [s for s in rules.switches if dtype in s.dtypes]
-        return tuple(dict.fromkeys([own, *found] if own is not None else found))
+        read = self._flags_read.get((id(edge), dtype))
+        if read is None:
+            own = reads_flag(edge.accepts, dtype)
+            rules = self.rules.get(id(edge))
+            found = [s for s in rules.switches if dtype in s.dtypes] if rules else []
+            read = tuple(dict.fromkeys([own, *found] if own is not None else found))
+            self._flags_read[id(edge), dtype] = read  # the graph keeps its edges alive
+        return read
 
     def reads_alignment(self, edge: ConverterSpec, reason: str | None) -> bool:
         """Could ``edge``'s verdict ``reason`` (None: it took the key) change with the
@@ -394,9 +399,9 @@ class Graph:
                         reason = sees(framework, lands)
                 if reason is None:
                     if edge.opt_in and edge.opt_in not in goal.opted_in:
-                        reason = Reason(f"taken only on request: pass {edge.opt_in}=", ON_REQUEST)
+                        reason = _on_request(edge.opt_in, True)
                     elif edge.opt_out and edge.opt_out in goal.opted_out:
-                        reason = Reason(f"left out on request: {edge.opt_out}=False", ON_REQUEST)
+                        reason = _on_request(edge.opt_out, False)
                     else:
                         reason = self.verdict(edge, key)
                 if dtype and id(edge) in self.flagged and not _flags_refuse(edge, key):
@@ -429,6 +434,15 @@ class Graph:
 
 
 _NO_RULES = Rules(None, ())
+
+
+@functools.cache
+def _on_request(option: str, opt_in: bool) -> Reason:
+    """The refusal of an edge taken only on request (``opt_in``) or left out on request:
+    made once per option (most searches pass several opt-in edges)."""
+    if opt_in:
+        return Reason(f"taken only on request: pass {option}=", ON_REQUEST)
+    return Reason(f"left out on request: {option}=False", ON_REQUEST)
 
 
 def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | None) -> Rules | None:

@@ -204,14 +204,20 @@ _TORCHAX_MISSING = (
 def interop_converters() -> list[ConverterSpec]:
     """The traced torch -> jax function edge: cheaper than the callback bridge under
     jax.jit, but importing torchax changes torch process-wide, so it is opt-in (trace=True)."""
-    usable = torchax_usable()  # read once per registry build: installed metadata only
+    usable: list[bool] = []  # read on first use, once per registry build: metadata costs ms
+
+    def refusal(key: object) -> str | None:
+        if not usable:
+            usable.append(torchax_usable())
+        return None if usable[0] else _TORCHAX_MISSING
+
     return [
         function_edge(
             "torchax trace",
             "torch",
             "jax",
             lambda: torch_to_jax_traced,
-            accepts=Needs(extra=lambda key: None if usable else _TORCHAX_MISSING),
+            accepts=Needs(extra=refusal),
             cost=0.5,
             options=("trace",),
             opt_in="trace",
