@@ -33,7 +33,6 @@ from interop_core.plugin import (
 
 from ..frameworks.jax import X64
 from ..kinds.iterators import batches_for
-from .shards import jax_sharding
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("jax",)
@@ -107,6 +106,8 @@ class GlobalLayout:
 
 def global_batches(source: Iterable[Any], ctx: CallContext) -> Any:
     """The converter: each batch of ``source`` as global jax.Arrays on ``sharding=``."""
+    from .shards import jax_sharding  # with the converter: every JAX call loads this plugin
+
     sharding = jax_sharding(ctx.option("sharding"))
     if ctx.copy is False:
         raise OptionError(
