@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import json
 import weakref
 from typing import Any
 
@@ -518,6 +519,62 @@ def test_tensorflow_keys_in_c_equal_the_python_keys() -> None:
     symbolic(tf.ones(2))
     assert seen[0][0] == seen[0][1]
     assert native.AttrKey(("nope",), (False,), lambda x: "fallback")(object()) == "fallback"
+
+
+def test_tensorflow_imports_through_its_c_importer_before_and_after_its_context_exists() -> None:
+    # The exchange calls TF's pywrap_tfe.TFE_FromDlpackCapsule itself, with the eager
+    # context's handle; before TF has made its context (a process whose first TF operation
+    # is this to()) it goes through tf.experimental.dlpack.from_dlpack, which makes it.
+    need("tensorflow")
+    need("torch")
+    done = run_child(
+        """
+        import json
+        import numpy as np, tensorflow as tf, torch
+        from tensorflow.python.eager import context
+        from interop_core import to
+        from interop_plugins.frameworks.numpy import aligned_empty
+
+        before = context.context()._context_handle is None
+        a = aligned_empty((4, 8), np.float32)
+        a[...] = np.arange(32, dtype=np.float32).reshape(4, 8)
+        first, second = to(a, "tensorflow"), to(a, "tensorflow")
+        t = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+        from_torch = to(t, "tensorflow")
+        print(json.dumps({
+            "before": before,
+            "shared": [np.from_dlpack(r).ctypes.data == a.ctypes.data for r in (first, second)],
+            "values": first.numpy().tolist() == a.tolist(),
+            "torch": np.from_dlpack(from_torch).ctypes.data == t.data_ptr(),
+            "torch_values": from_torch.numpy().tolist() == t.tolist(),
+        }))
+        """
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "before": True, "shared": [True, True], "values": True, "torch": True,
+        "torch_values": True,
+    }  # fmt: skip
+
+
+def test_tensorflow_tensors_reach_torch_through_their_own_numpy_view(torch: Any) -> None:
+    # tf -> torch takes the eager tensor's numpy view (EagerTensor._numpy(), what np.asarray
+    # gets from TF) without numpy's protocol around it: the same memory, kept alive by the
+    # torch tensor; a 0-d tensor's view is a scalar, so it goes through np.asarray.
+    tf = need("tensorflow")
+    x = tf.reshape(tf.range(12, dtype=tf.float32), (3, 4))
+    address = np.asarray(x).ctypes.data
+    y = to(x, "torch")
+    assert y.data_ptr() == address and y.dtype == torch.float32
+    assert y.tolist() == np.arange(12, dtype=np.float32).reshape(3, 4).tolist()
+    del x
+    gc.collect()
+    assert y.sum().item() == 66.0  # the view's base holds the tensor
+    for value, dtype in [(2.5, tf.float32), (7, tf.int64), (True, tf.bool)]:
+        z = to(tf.constant(value, dtype), "torch")
+        assert z.shape == () and z.item() == value
+    assert str(to(tf.constant(7, tf.int64), "torch").dtype) == "torch.int64"
 
 
 def test_a_chain_runs_both_steps_and_passes_their_errors() -> None:

@@ -170,6 +170,26 @@ def _tf_to_numpy() -> Any:
     return convert
 
 
+def _tf_view() -> Callable[[Any], Any]:
+    """An eager TF tensor's own numpy view, writable: what ``np.asarray`` gets from TF's
+    ``__array__`` (``EagerTensor._numpy()``, a fresh ndarray whose base keeps the tensor
+    alive), without numpy's protocol around it (0.5 µs against 1.2 for ``np.asarray``).
+    A 0-d tensor's ``_numpy()`` is a numpy scalar, and a TF without the method is asked
+    through ``np.asarray``."""
+    import numpy as np
+
+    asarray, ndarray = np.asarray, np.ndarray
+
+    def view(t: Any) -> Any:
+        try:
+            a = t._numpy()
+        except AttributeError:  # a TensorFlow without EagerTensor._numpy
+            return asarray(t)
+        return a if type(a) is ndarray else asarray(t)
+
+    return view
+
+
 def spend_readonly_warning() -> None:
     """Spend torch's one warning that a tensor over read-only numpy memory is writable.
 
@@ -190,12 +210,20 @@ def spend_readonly_warning() -> None:
 
 
 def _torch_via_numpy() -> Any:
-    """jax/tf -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
+    """jax -> torch: np.asarray then torch.from_numpy (~3x faster than from_dlpack)."""
     import numpy as np
     import torch
 
     spend_readonly_warning()
     return chain(np.asarray, torch.from_numpy)
+
+
+def _torch_via_tf_view() -> Any:
+    """tf -> torch: the tensor's numpy view (:func:`_tf_view`), then torch.from_numpy."""
+    import torch
+
+    spend_readonly_warning()  # a 0-d tensor's view comes from np.asarray: read-only
+    return chain(_tf_view(), torch.from_numpy)
 
 
 def _torch_from_dlpack() -> Any:
@@ -205,9 +233,35 @@ def _torch_from_dlpack() -> Any:
 
 
 def _tf_from_capsule_of(export: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return chain(export, _tf_importer())
+
+
+def _tf_importer() -> Callable[[Any], Any]:
+    """TF's DLPack importer. ``tf.experimental.dlpack.from_dlpack`` makes sure the eager
+    context is initialized, then passes the capsule and the context's handle to
+    ``pywrap_tfe.TFE_FromDlpackCapsule``: here that call is made directly, with the handle
+    read on every call (the context may be reset), 0.3 µs less a call; the public function
+    is used while the context has no handle, and where TF lacks the names."""
     import tensorflow as tf
 
-    return chain(export, tf.experimental.dlpack.from_dlpack)
+    public: Callable[[Any], Any] = tf.experimental.dlpack.from_dlpack
+    try:
+        from tensorflow.python import pywrap_tfe
+        from tensorflow.python.eager import context
+
+        direct = pywrap_tfe.TFE_FromDlpackCapsule
+        current = context.context
+        current()._context_handle  # noqa: B018 (the name this reads on every call)
+    except (ImportError, AttributeError):
+        return public
+
+    def from_dlpack(capsule: Any) -> Any:
+        handle = current()._context_handle
+        if handle is None:
+            return public(capsule)  # initializes the context, then imports
+        return direct(capsule, handle)
+
+    return from_dlpack
 
 
 def _tf_from_protocol() -> Any:
@@ -500,7 +554,7 @@ def rows() -> list[ConverterSpec]:
                    no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
         _row("tensorflow", "numpy", "np.asarray (made read-only)", _tf_to_numpy, 0.65,
              Needs(only_dtypes=ML, no_flags=_NONE), readonly_result=True, note=_RO_NOTE),
-        _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_numpy, 1.3,
+        _row("tensorflow", "torch", "torch.from_numpy(np.asarray)", _torch_via_tf_view, 1.3,
              Needs(no_dtypes=ML, dtype_reason="torch.from_numpy has no ml_dtypes support",
                    no_flags=_NONE), note=alias["TensorFlow"]),
         _row("tensorflow", "torch", "torch.from_dlpack", _torch_from_dlpack, 2.2,
