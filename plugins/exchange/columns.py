@@ -43,7 +43,7 @@ from interop_core.plugin import (
 )
 
 from ..frameworks.numpy import aligned_empty
-from .dlpack import spend_readonly_warning
+from .dlpack import spend_readonly_warning, tf_importer
 
 #: Flags of a column node: it has nulls; it lies in several chunks; its booleans are bits.
 NULLS = "nulls"
@@ -287,9 +287,7 @@ def _load_jax(access: Access) -> Callable[[Any], Any]:
 
 
 def _load_tf(access: Access) -> Callable[[Any], Any]:
-    import tensorflow as tf
-
-    from_dlpack, view = tf.experimental.dlpack.from_dlpack, access.view
+    from_dlpack, view = tf_importer(), access.view
 
     def convert(col: Any) -> Any:
         return from_dlpack(writable(view(col)).__dlpack__())  # a legacy capsule, as TF takes

@@ -233,10 +233,10 @@ def _torch_from_dlpack() -> Any:
 
 
 def _tf_from_capsule_of(export: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return chain(export, _tf_importer())
+    return chain(export, tf_importer())
 
 
-def _tf_importer() -> Callable[[Any], Any]:
+def tf_importer() -> Callable[[Any], Any]:
     """TF's DLPack importer. ``tf.experimental.dlpack.from_dlpack`` makes sure the eager
     context is initialized, then passes the capsule and the context's handle to
     ``pywrap_tfe.TFE_FromDlpackCapsule``: here that call is made directly, with the handle

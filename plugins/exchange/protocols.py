@@ -288,9 +288,9 @@ def _load_jax_from_dlpack() -> Any:
 
 
 def _load_tf_from_dlpack() -> Any:
-    import tensorflow as tf
+    from .dlpack import tf_importer
 
-    from_dlpack = tf.experimental.dlpack.from_dlpack
+    from_dlpack = tf_importer()
 
     def convert(x: Any) -> Any:
         return from_dlpack(x.__dlpack__())  # the snapshot's (legacy) capsule

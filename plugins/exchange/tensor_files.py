@@ -91,9 +91,9 @@ def _load_jax() -> Callable[[Any], Any]:
 
 
 def _load_tf() -> Callable[[Any], Any]:
-    import tensorflow as tf
+    from .dlpack import tf_importer
 
-    from_dlpack = tf.experimental.dlpack.from_dlpack
+    from_dlpack = tf_importer()
 
     def convert(t: Any) -> Any:
         return from_dlpack(array(t).__dlpack__())  # a legacy capsule, as TF takes
