@@ -173,9 +173,9 @@ def _tf_to_numpy() -> Any:
 def _tf_view() -> Callable[[Any], Any]:
     """An eager TF tensor's own numpy view, writable: what ``np.asarray`` gets from TF's
     ``__array__`` (``EagerTensor._numpy()``, a fresh ndarray whose base keeps the tensor
-    alive), without numpy's protocol around it (0.5 µs against 1.2 for ``np.asarray``).
-    A 0-d tensor's ``_numpy()`` is a numpy scalar, and a TF without the method is asked
-    through ``np.asarray``."""
+    alive) without numpy's protocol and read-only marking around it (0.2-0.35 µs less than
+    ``np.asarray``, which torch.from_numpy does not need). A 0-d tensor's ``_numpy()`` is a
+    numpy scalar, and a TF without the method is asked through ``np.asarray``."""
     import numpy as np
 
     asarray, ndarray = np.asarray, np.ndarray
