@@ -34,7 +34,7 @@ from ..declare.errors import (
     RefusedEdge,
     category,
 )
-from ..declare.predicates import GlobalFlag, reads_alignment, reads_flag
+from ..declare.predicates import GlobalFlag, Needs, reads_alignment, reads_flag
 from ..declare.records import NamedTuple
 from ..declare.specs import (
     ANY,
@@ -231,6 +231,9 @@ class Graph:
             node: [e for e in edges if self.opaque.isdisjoint(_required_flags(e))]
             for node, edges in self.by_source.items()
         }
+        #: (framework, kind, dtype, flags) -> the edges a key there may take (see
+        #: :meth:`edges_from`), filled as searches ask.
+        self._for_key: dict[tuple[str, str, str, frozenset[str]], list[ConverterSpec]] = {}
         #: (id(edge), dtype) -> :meth:`flags_read`'s answer, filled as searches ask.
         self._flags_read: dict[tuple[int, str], tuple[GlobalFlag, ...]] = {}
         #: Frameworks that are no waypoint: entered only by routes that start or end there.
@@ -309,14 +312,21 @@ class Graph:
 
     def edges_from(self, key: PlanKey) -> list[ConverterSpec]:
         """The edges that may leave ``key``'s node: those from its framework and kind, and
-        those of its kind from ANY (every framework). An object without opaque flags skips
-        the edges that take only objects with one."""
-        table = self.plain_source if self.opaque.isdisjoint(key.flags) else self.by_source
-        edges = table.get((key.framework, key.kind), [])
-        if key.framework != ANY:
-            anywhere = table.get((ANY, key.kind))
-            if anywhere:
-                edges = edges + anywhere
+        those of its kind from ANY (every framework), but the variants that handle other
+        objects: an object without opaque flags skips the edges that take only objects
+        with one, and no key visits an edge whose ``Needs`` refuses its dtype or flags as
+        another variant (:func:`_another_variant`; most pairs have a bfloat16 or a
+        requires_grad variant, which only refused). Kept per dtype and flags."""
+        dtype = key.traits.dtype if isinstance(key.traits, ArrayTraits) else ""
+        slot = (key.framework, key.kind, dtype, key.flags)
+        edges = self._for_key.get(slot)
+        if edges is None:
+            table = self.plain_source if self.opaque.isdisjoint(key.flags) else self.by_source
+            edges = table.get((key.framework, key.kind), [])
+            if key.framework != ANY:
+                edges = edges + table.get((ANY, key.kind), [])
+            edges = [e for e in edges if not _another_variant(e, dtype, key.flags)]
+            self._for_key[slot] = edges
         return edges
 
     def search(
@@ -458,6 +468,17 @@ def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | No
     if imports is None and not target.rules.switches:
         return None
     return Rules(imports, target.rules.switches)
+
+
+def _another_variant(edge: ConverterSpec, dtype: str, flags: frozenset[str]) -> bool:
+    """Whether ``edge``'s ``Needs`` refuses every key of ``dtype`` and ``flags`` as another
+    variant, whatever else the key holds (its first checks: ``only_dtypes``, ``flags``)."""
+    needs = edge.accepts
+    if not isinstance(needs, Needs):
+        return False
+    if needs.only_dtypes is not None and dtype not in needs.only_dtypes:
+        return True
+    return not needs.flags <= flags
 
 
 def _flags_refuse(edge: ConverterSpec, key: PlanKey) -> bool:
