@@ -101,11 +101,9 @@ class Needs:
         arrays = isinstance(traits, ArrayTraits)
         dtype = traits.dtype if arrays else ""
         # Variant mismatches first: another edge of the same pair handles those keys.
-        if self.only_dtypes is not None and dtype not in self.only_dtypes:
-            return _only(self.only_dtypes)
-        missing = self.flags - key.flags
-        if missing:
-            return _only(missing, "arrays with ")
+        other = self.other_variant(dtype, key.flags)
+        if other is not None:
+            return other
         if dtype in self.no_dtypes:
             return Reason(self.dtype_reason or f"cannot take dtype {dtype}", DTYPE)
         switch = self.flag
@@ -130,6 +128,15 @@ class Needs:
         if self.extra is not None:
             return self.extra(key)
         return None
+
+    def other_variant(self, dtype: str, flags: frozenset[str]) -> Reason | None:
+        """The refusal of every key of ``dtype`` (``""`` off arrays) and ``flags`` as one
+        another variant of the pair handles (``only_dtypes``, ``flags``), or None: what the
+        predicate checks first, and all the planner needs to leave the edge unvisited."""
+        if self.only_dtypes is not None and dtype not in self.only_dtypes:
+            return _only(self.only_dtypes)
+        missing = self.flags - flags
+        return _only(missing, "arrays with ") if missing else None
 
 
 def reads_flag(accepts: Callable[[PlanKey], str | None], dtype: str) -> GlobalFlag | None:

@@ -165,13 +165,6 @@ _ORDER = {VARIANT: 0, DTYPE: 1, GLOBAL_FLAG: 2, FLAG: 3, LAYOUT: 4, UNALIGNED: 5
 _LAST = len(_ORDER)
 
 
-def _required_flags(edge: ConverterSpec) -> frozenset[str]:
-    """The flags an edge's ``Needs`` requires of every object it takes (none for another
-    predicate: the search asks it)."""
-    flags: object = getattr(edge.accepts, "flags", None)
-    return flags if isinstance(flags, frozenset) else frozenset()
-
-
 def _rank(reason: str) -> int:
     return _ORDER.get(category(reason), _LAST)
 
@@ -224,13 +217,6 @@ class Graph:
                 self.rules[id(e)] = rules
             if getattr(e.accepts, "flag", None) is not None or (rules and rules.switches):
                 self.flagged.add(id(e))
-        #: The same without the edges that take only objects carrying an opaque flag (a
-        #: form's: ``Needs(flags={"masked"})``): an object carrying none never visits them,
-        #: where each would only refuse it as another variant.
-        self.plain_source: dict[tuple[str, str], list[ConverterSpec]] = {
-            node: [e for e in edges if self.opaque.isdisjoint(_required_flags(e))]
-            for node, edges in self.by_source.items()
-        }
         #: (framework, kind, dtype, flags) -> the edges a key there may take (see
         #: :meth:`edges_from`), filled as searches ask.
         self._for_key: dict[tuple[str, str, str, frozenset[str]], list[ConverterSpec]] = {}
@@ -313,18 +299,17 @@ class Graph:
     def edges_from(self, key: PlanKey) -> list[ConverterSpec]:
         """The edges that may leave ``key``'s node: those from its framework and kind, and
         those of its kind from ANY (every framework), but the variants that handle other
-        objects: an object without opaque flags skips the edges that take only objects
-        with one, and no key visits an edge whose ``Needs`` refuses its dtype or flags as
-        another variant (:func:`_another_variant`; most pairs have a bfloat16 or a
-        requires_grad variant, which only refused). Kept per dtype and flags."""
+        objects: no key visits an edge whose ``Needs`` refuses its dtype or flags as
+        another variant (:func:`_another_variant`): the bfloat16 and requires_grad variants
+        of most pairs, and a form's edges for objects without the form's flag. Kept per
+        dtype and flags."""
         dtype = key.traits.dtype if isinstance(key.traits, ArrayTraits) else ""
         slot = (key.framework, key.kind, dtype, key.flags)
         edges = self._for_key.get(slot)
         if edges is None:
-            table = self.plain_source if self.opaque.isdisjoint(key.flags) else self.by_source
-            edges = table.get((key.framework, key.kind), [])
+            edges = self.by_source.get((key.framework, key.kind), [])
             if key.framework != ANY:
-                edges = edges + table.get((ANY, key.kind), [])
+                edges = edges + self.by_source.get((ANY, key.kind), [])
             edges = [e for e in edges if not _another_variant(e, dtype, key.flags)]
             self._for_key[slot] = edges
         return edges
@@ -472,13 +457,9 @@ def _rules_of(edge: ConverterSpec, target: FrameworkSpec | None, kind: Kind | No
 
 def _another_variant(edge: ConverterSpec, dtype: str, flags: frozenset[str]) -> bool:
     """Whether ``edge``'s ``Needs`` refuses every key of ``dtype`` and ``flags`` as another
-    variant, whatever else the key holds (its first checks: ``only_dtypes``, ``flags``)."""
+    variant, whatever else the key holds (:meth:`Needs.other_variant`)."""
     needs = edge.accepts
-    if not isinstance(needs, Needs):
-        return False
-    if needs.only_dtypes is not None and dtype not in needs.only_dtypes:
-        return True
-    return not needs.flags <= flags
+    return isinstance(needs, Needs) and needs.other_variant(dtype, flags) is not None
 
 
 def _flags_refuse(edge: ConverterSpec, key: PlanKey) -> bool:

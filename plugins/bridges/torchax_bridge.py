@@ -204,12 +204,10 @@ _TORCHAX_MISSING = (
 def interop_converters() -> list[ConverterSpec]:
     """The traced torch -> jax function edge: cheaper than the callback bridge under
     jax.jit, but importing torchax changes torch process-wide, so it is opt-in (trace=True)."""
-    usable: list[bool] = []  # read on first use, once per registry build: metadata costs ms
+    usable = functools.cache(torchax_usable)  # asked on first use, once per registry build
 
     def refusal(key: object) -> str | None:
-        if not usable:
-            usable.append(torchax_usable())
-        return None if usable[0] else _TORCHAX_MISSING
+        return None if usable() else _TORCHAX_MISSING
 
     return [
         function_edge(
