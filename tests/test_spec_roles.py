@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from interop_core import PluginError, Registry, hookimpl
+from interop_core import NotAnArrayError, PluginError, Registry, hookimpl
 from interop_core.declare.errors import PluginWarning
 from interop_core.plugin import (
     CPU,
@@ -65,6 +65,7 @@ def test_the_roles_default_to_empty_records() -> None:
         (lambda: Devices(allocator=object()), "Devices.allocator is an Allocator"),
         (lambda: Package(module=None), "Package.module is a str"),
         (lambda: Detection(claims="__dlpack__"), "Detection.claims is a function or None"),
+        (lambda: Detection(hint="use a Path"), "Detection.hint is a function or None"),
         (lambda: ImportRules(switches=["x64"]), "ImportRules.switches is a tuple"),
         (lambda: Casting(astype="float32"), "Casting.astype is a function or None"),
         (lambda: Diagnostics(forms=[]), "Diagnostics.forms is a tuple"),
@@ -90,6 +91,38 @@ def test_a_plugin_with_a_flat_field_is_refused_by_name() -> None:
     reg = Registry(builtins=False, entry_points=False)
     with pytest.raises(PluginError, match=r"'flat_plugin' is invalid.*install_hint"):
         reg.register(mod, name="flat_plugin")
+
+
+class Claimed:
+    pass
+
+
+def _hinting(hint: Any) -> types.ModuleType:
+    """A plugin of Box arrays and a protocol that claims Claimed objects with ``hint``."""
+    mod = types.ModuleType("hinting_plugin")
+
+    @hookimpl
+    def interop_frameworks() -> list[FrameworkSpec]:
+        spec = box(detection=Detection(claims=lambda o: isinstance(o, Claimed), hint=hint))
+        return [box(), dataclasses.replace(spec, name="claimed", array_types=())]
+
+    mod.interop_frameworks = interop_frameworks  # type: ignore[attr-defined]
+    return mod
+
+
+def test_a_hint_is_added_to_the_not_an_array_message_and_a_failing_one_left_out() -> None:
+    def hint(obj: Any) -> str | None:
+        if isinstance(obj, int):
+            return "Wrap the int in Claimed()."
+        raise RuntimeError("a broken hint")
+
+    reg = Registry(builtins=False, entry_points=False)
+    reg.register(_hinting(hint), name="hinting_plugin")
+    with pytest.raises(NotAnArrayError, match=r"Wrap the int in Claimed\(\)\.$"):
+        reg.state.convert(3, "box", None, None, {})
+    with pytest.raises(NotAnArrayError) as info:
+        reg.state.convert("x", "box", None, None, {})  # the hint raises: no hint
+    assert "broken" not in str(info.value) and "Claimed" not in str(info.value)
 
 
 def _listed(part: str) -> set[str]:

@@ -21,7 +21,15 @@ from typing import Any
 import pytest
 from conftest import need
 
-from interop_core import ConversionError, InteropError, NoRouteError, OptionError, explain, to
+from interop_core import (
+    ConversionError,
+    InteropError,
+    NoRouteError,
+    NotAnArrayError,
+    OptionError,
+    explain,
+    to,
+)
 
 np = need("numpy")
 
@@ -369,8 +377,27 @@ def test_other_suffixes_and_missing_files_are_refused(tmp_path: pathlib.Path) ->
         to(tmp_path / "dir.safetensors", "numpy")
     good = write(tmp_path / "good.safetensors", {"a": np.ones(2, np.float32)})
     assert list(to(good, "numpy")) == ["a"]
-    with pytest.raises(InteropError):  # a str is never opened: it may be a framework name
+    with pytest.raises(NotAnArrayError) as info:  # never opened: it may be a framework name
         to(str(good), "numpy")
+    # The advice is a Path (memoryview() of a str would read the name's bytes, not the file).
+    assert f"pass pathlib.Path({str(good)!r})" in str(info.value)
+    assert "memoryview" not in str(info.value).split("memoryview())", 1)[1]
+    assert list(to(pathlib.Path(str(good)), "numpy")) == ["a"]  # the advice, followed
+    with pytest.raises(NotAnArrayError, match=r"pass pathlib\.Path\(os\.fspath\(path\)\)"):
+        to(_FsPath(str(good)), "numpy")  # another os.PathLike
+    with pytest.raises(NotAnArrayError) as info:
+        to("x" * 100, "numpy")  # a long str is shown as "path"
+    assert "pass pathlib.Path(path)" in str(info.value)
+
+
+class _FsPath:
+    """An os.PathLike that is not a pathlib.Path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        return self.path
 
 
 # --- memory: a child process ---------------------------------------------------------

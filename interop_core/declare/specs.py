@@ -425,9 +425,13 @@ class Detection:
     claims: Callable[[Any], bool] | None = None
     #: What it looks for ("__dlpack__ with __dlpack_device__"), for messages.
     protocol: str = ""
+    #: Advice for an object it does not claim but a user may have meant for it (a ``str``
+    #: where a ``pathlib.Path`` opens a file): a sentence, or None. Asked only when nothing
+    #: converts the object, for the error's message.
+    hint: Callable[[Any], str | None] | None = None
 
     def __post_init__(self) -> None:
-        _check_callables(self, ("claims",))
+        _check_callables(self, ("claims", "hint"))
         _check_fields(self, str, ("protocol",))
 
 

@@ -44,6 +44,19 @@ from .router import Asked, Request, Router, describe, object_request, request, s
 from .routes import RouteTree
 
 
+def _hint(spec: FrameworkSpec, obj: Any) -> str | None:
+    """A protocol's advice for an object nothing converts (its ``Detection.hint``); a hint
+    that fails is no hint: the error being built must not become another."""
+    hint = spec.detection.hint
+    if hint is None:
+        return None
+    try:
+        found = hint(obj)
+    except Exception:
+        return None
+    return found if isinstance(found, str) else None
+
+
 def _by_whole_key(entry: Entry | None, x: Any) -> Runner:
     """The runner of a leaf whose entry's first key function raised: by the whole key
     function, for an object of a form told apart per object; else :class:`_Unplanned`."""
@@ -677,5 +690,8 @@ class State:
             kinds = sorted({k.kind for k in self.kinds})
             if kinds:
                 found += f"; nor is it a {' or '.join(kinds)} of one"
-            todo = f"To build a {target.name} array from Python values, use {make}."
+            hints = [h for s in self.detect.protocols if (h := _hint(s, obj))]
+            todo = " ".join(
+                [f"To build a {target.name} array from Python values, use {make}.", *hints]
+            )
         return f"Cannot convert {found}. {todo}"

@@ -846,7 +846,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             snapshot=snapshot_buffer, data_ptr=buffer_ptr, **_THROUGH_NUMPY,
             detection=Detection(
                 _speaks_buffer,
-                "the buffer protocol (not bytes or str: wrap those in memoryview())",
+                "the buffer protocol (not bytes: wrap them in memoryview())",
             ),
             casting=Casting(astype=_astype_buffer),
         ),

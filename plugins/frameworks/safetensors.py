@@ -395,6 +395,20 @@ def is_path(obj: Any) -> bool:
     return isinstance(obj, pathlib.Path)
 
 
+def path_hint(obj: Any) -> str | None:
+    """The advice for a ``str`` (or ``os.PathLike`` other than a Path) given to ``to()``: a
+    string is never opened (it may be a framework name, or data)."""
+    if isinstance(obj, str):
+        path = repr(obj) if len(obj) <= 80 else "path"
+        return (
+            "A str is never read as a file name: to read the tensors of a safetensors file, "
+            f"pass pathlib.Path({path})."
+        )
+    if hasattr(obj, "__fspath__"):
+        return "to() opens a pathlib.Path only: pass pathlib.Path(os.fspath(path))."
+    return None
+
+
 def snapshot(obj: Any) -> Any:
     """A Path as ``{name: FileTensor}`` (the file mapped once); a FileTensor as it is."""
     if isinstance(obj, pathlib.Path):
@@ -472,7 +486,9 @@ def interop_frameworks() -> list[FrameworkSpec]:
             package=Package(install_hint="pip install numpy"),
             # A Path is claimed, not typed: pathlib is no framework module, and a type of
             # this module keeps detection from waiting on any import.
-            detection=Detection(claims=is_path),
+            detection=Detection(
+                claims=is_path, protocol="a pathlib.Path of a safetensors file", hint=path_hint
+            ),
             casting=Casting(astype=astype),
             diagnostics=Diagnostics(forms=(Form("file", build=example),)),
         )
