@@ -24,7 +24,7 @@ FRAMEWORKS = ("numpy", "torch", "jax", "tensorflow", "dali", "cupy", "tf2jax", "
 #: Data loaders (the .[loaders] extra): the full-stack session requires them as well.
 LOADERS = ("torchdata", "grain", "datasets")
 #: Table libraries (the .[tables] extra): the full-stack session requires them as well.
-TABLES = ("pyarrow", "polars", "pandas")
+TABLES = ("pyarrow", "polars", "pandas", "duckdb", "nanoarrow", "arro3.core")
 #: What the .[files] extra brings (safetensors writes the files read; psutil reads resident
 #: memory): the full-stack session requires them as well.
 FILES = ("safetensors", "ml_dtypes", "psutil")
@@ -34,6 +34,8 @@ _MODULES = {
     # Data loaders whose checkpoints are tested (need() imports them, nothing else).
     "torchdata": "torchdata.stateful_dataloader", "grain": "grain", "datasets": "datasets",
     "pyarrow": "pyarrow", "polars": "polars", "pandas": "pandas",
+    # Arrow producers seen only through the PyCapsule interface.
+    "duckdb": "duckdb", "nanoarrow": "nanoarrow", "arro3.core": "arro3.core",
     "safetensors": "safetensors", "ml_dtypes": "ml_dtypes", "psutil": "psutil",
 }  # fmt: skip
 

@@ -199,7 +199,7 @@ SECTIONS = {
     "Pipelines and iterators": Section(("numpy", "dali", "jax", "torch", "tensorflow"),
                                        prelude=_PIPELINES),
     "Sharded and distributed arrays": Section(("numpy", "torch", "jax"), prelude=_SHARDED),
-    "Tables": Section(("numpy", "torch", "jax", "pyarrow"),
+    "Tables": Section(("numpy", "torch", "jax", "pyarrow", "duckdb"),
                       prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "Tensor files": Section(("numpy", "torch", "jax", "safetensors"),
                             prelude="import numpy as np\nfrom interop_core import explain, to\n"),

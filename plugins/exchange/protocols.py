@@ -7,10 +7,14 @@ Each protocol is a source-only node of the route graph (``target=False``, detect
    own ``from_dlpack`` (as the Array API's ``from_dlpack`` does). Described by reading the
    DLTensor of an exported capsule, so no framework is imported to describe it.
 2. ``cuda_array_interface``: ``__cuda_array_interface__``, imported by torch on CUDA.
-3. ``array_interface``: ``__array_interface__``, through numpy.
-4. ``buffer``: the buffer protocol (not bytes or str: those are text far more often than
+3. ``arrow_capsule``: the Arrow PyCapsule interface (``__arrow_c_array__``,
+   ``__arrow_c_stream__``): tables as dicts of columns, columns with their nulls (the
+   module exchange/arrow_capsule.py). Before the host protocols below, which read values
+   only (an object speaking both would lose its nulls through them).
+4. ``array_interface``: ``__array_interface__``, through numpy.
+5. ``buffer``: the buffer protocol (not bytes or str: those are text far more often than
    arrays, and a bytes leaf in a container must pass through unchanged), through numpy.
-5. ``array_like``: ``__array__``, through numpy; last, because only calling it tells
+6. ``array_like``: ``__array__``, through numpy; last, because only calling it tells
    whether it copies.
 
 A producer is asked exactly once per conversion. Its answer may change between calls (a
@@ -66,6 +70,7 @@ from interop_core.plugin import (
 from ..frameworks.numpy import ML_DTYPES, aligned_copy
 from ..frameworks.numpy import astype as numpy_astype
 from ..frameworks.numpy import describe as describe_ndarray
+from . import arrow_capsule
 
 # The readers (interop_core.plugin's, from kit/buffers.py) are imported by the functions
 # that read: this plugin loads on every first call, most of which meet no protocol object.
@@ -834,6 +839,8 @@ def interop_frameworks() -> list[FrameworkSpec]:
             snapshot=snapshot_cai, data_ptr=cai_ptr, flags=(_MASKED,), **_SOURCE,
             detection=Detection(_speaks_cai, "__cuda_array_interface__"),
         ),
+        # Before the host protocols that read values only: Arrow carries nulls and tables.
+        arrow_capsule.framework(),
         FrameworkSpec(
             name="array_interface", array_types=(), describe=describe_array_interface,
             key=array_interface_key, snapshot=snapshot_array_interface,
@@ -918,4 +925,5 @@ def interop_converters() -> list[ConverterSpec]:
             "__array__ returns a new array on every call (as a mixed-dtype pandas DataFrame "
             "does), so np.asarray copies", 2.0,
         ),
+        *arrow_capsule.converters(),  # the Arrow PyCapsule interface: its column edges
     ]  # fmt: skip
