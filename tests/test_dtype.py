@@ -361,3 +361,89 @@ def test_a_dali_pipeline_casts_before_jax_and_refuses_silent_narrowing() -> None
                 assert isinstance(y, jax.Array)
             if target == "torch":
                 assert isinstance(y, torch.Tensor)
+
+
+# -- dtype="canonical": the target's own dtypes ----------------------------------------------
+
+#: What JAX itself makes of each 64-bit dtype while x64 is off (jnp.asarray's dtype).
+NARROWED = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
+
+
+@pytest.mark.parametrize("name", list(NARROWED))
+def test_canonical_into_jax_is_what_jnp_asarray_makes(name: str) -> None:
+    jax = need("jax")
+    _x64_off()
+    import jax.numpy as jnp
+
+    a = np.array([0, 1, 7, 2**20 + 3], dtype=name)
+    out = to(a, "jax", dtype="canonical")
+    own = jnp.asarray(a)  # JAX's own conversion: the dtype and values canonical promises
+    assert isinstance(out, jax.Array) and out.dtype == own.dtype == np.dtype(NARROWED[name])
+    assert np.asarray(out).tolist() == np.asarray(own).tolist()
+    route = explain(a, "jax", dtype="canonical")
+    assert route.steps[0].converter == f"cast {name} -> {NARROWED[name]}"
+    assert any(n.startswith(f"dtype='canonical' casts {name} to {NARROWED[name]}")
+               for n in route.notes), route.notes  # fmt: skip
+    with pytest.raises(CopyRequiredError):
+        to(a, "jax", dtype="canonical", copy=False)
+
+
+def test_canonical_keeps_what_the_target_holds_and_shares_it() -> None:
+    torch = need("torch")
+    jax = need("jax")
+    a = np.arange(4, dtype=np.int64)
+    t = to(a, "torch", dtype="canonical")  # torch holds int64: nothing to cast
+    assert t.dtype == torch.int64 and t.data_ptr() == a.ctypes.data
+    assert explain(a, "torch", dtype="canonical").copies == 0
+    f = torch.ones(3)
+    out = to(f, "jax", dtype="canonical")  # float32 is JAX's own: shared
+    assert isinstance(out, jax.Array) and out.dtype == np.float32
+    assert out.unsafe_buffer_pointer() == f.data_ptr()
+
+
+def test_canonical_follows_the_x64_switch_at_each_call() -> None:
+    """The policy is asked per call: with x64 on JAX takes int64 as it is (a child process,
+    so this process's switch stays as it is)."""
+    from hostile import run_child
+
+    need("jax")
+    done = run_child(
+        """
+        import numpy as np, jax, interop_core
+        a = np.arange(3, dtype=np.int64)
+        before = interop_core.to(a, "jax", dtype="canonical").dtype
+        jax.config.update("jax_enable_x64", True)
+        after = interop_core.to(a, "jax", dtype="canonical").dtype
+        steps = interop_core.explain(a, "jax", dtype="canonical").steps
+        print(before, after, any(s.converter.startswith("cast") for s in steps))
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["int32", "int64", "False"]
+
+
+def test_canonical_casts_each_batch_of_a_dataloader_with_int64_labels() -> None:
+    torch = need("torch")
+    jax = need("jax")
+    _x64_off()
+    labels = torch.arange(10, dtype=torch.int64) % 3
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.rand(10, 3), labels), batch_size=4
+    )
+    epoch = list(to(loader, "jax", dtype="canonical"))
+    assert {str(y.dtype) for _, y in epoch} == {"int32"}
+    assert {str(x.dtype) for x, _ in epoch} == {"float32"}
+    assert all(isinstance(y, jax.Array) for _, y in epoch)
+    assert np.concatenate([np.asarray(y) for _, y in epoch]).tolist() == labels.tolist()
+
+
+@pytest.mark.parametrize("value", [" Canonical", "CANONICAL"])
+def test_canonical_is_read_in_any_case(value: str) -> None:
+    need("jax")
+    _x64_off()
+    assert str(to(np.arange(2), "jax", dtype=value).dtype) == "int32"
+
+
+def test_canonical_is_a_policy_not_a_dtype_of_a_mapping() -> None:
+    with pytest.raises(OptionError, match="Unknown dtype 'canonical'"):
+        to(np.arange(2), "numpy", dtype={"int64": "canonical"})

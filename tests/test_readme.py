@@ -162,7 +162,8 @@ def pipe_def(shard_id=0, num_shards=1):
 pipe = pipe_def(batch_size=4, num_threads=1, device_id=None)
 mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
 torch_dataloader = torch.utils.data.DataLoader(
-    torch.utils.data.TensorDataset(torch.ones(10, 3), torch.zeros(10)), batch_size=4
+    # Images and int64 class labels, as a classification dataset yields them.
+    torch.utils.data.TensorDataset(torch.ones(10, 3), torch.arange(10) % 3), batch_size=4
 )
 """
 

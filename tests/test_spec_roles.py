@@ -68,6 +68,7 @@ def test_the_roles_default_to_empty_records() -> None:
         (lambda: Detection(hint="use a Path"), "Detection.hint is a function or None"),
         (lambda: ImportRules(switches=["x64"]), "ImportRules.switches is a tuple"),
         (lambda: Casting(astype="float32"), "Casting.astype is a function or None"),
+        (lambda: Casting(canonical={"int64": "int32"}), "Casting.canonical is a function or None"),
         (lambda: Diagnostics(forms=[]), "Diagnostics.forms is a tuple"),
         # A role given flat, as the fields were before the records.
         (lambda: box(devices=lambda: ["cpu"]), "devices= takes a Devices record"),

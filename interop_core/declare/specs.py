@@ -495,9 +495,15 @@ class Casting:
     #: stripped); None for anything else. Every framework's is asked; it must import
     #: nothing (a dtype object means its module is imported already).
     read_dtype: Callable[[Any], str | None] | None = None
+    #: ``canonical(dtype)``: the dtype the framework itself makes of an array of canonical
+    #: ``dtype`` where that is another (JAX while ``jax_enable_x64`` is off: int64 -> int32,
+    #: float64 -> float32, as ``jnp.asarray`` does), else None. What ``dtype="canonical"``
+    #: casts to, a reported step. Asked on every such call (it may read a switch); it must
+    #: import nothing. None: the framework keeps every dtype it holds.
+    canonical: Callable[[str], str | None] | None = None
 
     def __post_init__(self) -> None:
-        _check_callables(self, ("astype", "read_dtype"))
+        _check_callables(self, ("astype", "read_dtype", "canonical"))
 
 
 @record

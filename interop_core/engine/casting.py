@@ -26,8 +26,9 @@ from ..declare.specs import DTYPES, FrameworkSpec, TensorInfo
 from .routes import Route, Step
 
 _EXAMPLES = (
-    "a dtype name such as 'int32', a dtype object of an installed framework, or a mapping "
-    "from source to target dtype such as {'int64': 'int32'}"
+    "a dtype name such as 'int32', a dtype object of an installed framework, a mapping "
+    "from source to target dtype such as {'int64': 'int32'}, or 'canonical' for the target's "
+    "own dtypes (what its asarray makes: JAX's 32-bit kinds while x64 is off)"
 )
 #: Names that mean one dtype in every framework; "float" and "int" do not (one framework's
 #: float is float64, another's float32), so they are refused with the names to use instead.
@@ -41,33 +42,66 @@ _AMBIGUOUS = {
 DtypeReader = Callable[[Any], str | None]
 
 
+#: ``dtype=`` by name of a policy rather than a dtype: each array becomes what the target
+#: itself makes of its dtype (``Casting.canonical``: JAX's 32-bit kinds while x64 is off).
+CANONICAL = "canonical"
+
+
 class Cast:
-    """What ``dtype=`` asks for: one dtype for every array, or a mapping from the dtypes
-    to cast (canonical names) to the dtypes they become."""
+    """What ``dtype=`` asks for: one dtype for every array, a mapping from the dtypes to
+    cast (canonical names) to the dtypes they become, or the target's own dtypes
+    (``dtype="canonical"``: ``canonical`` is the target's ``Casting.canonical``)."""
 
-    __slots__ = ("mapping", "to")
+    __slots__ = ("canonical", "mapping", "to")
 
-    def __init__(self, to: str = "", mapping: Mapping[str, str] | None = None) -> None:
-        #: The dtype of every array ("" when ``mapping`` says).
+    def __init__(
+        self,
+        to: str = "",
+        mapping: Mapping[str, str] | None = None,
+        canonical: Callable[[str], str | None] | None = None,
+    ) -> None:
+        #: The dtype of every array ("" when ``mapping`` or ``canonical`` says).
         self.to = to
         self.mapping = dict(mapping or {})
+        #: ``dtype="canonical"``: the target's answer for each dtype, asked each time.
+        self.canonical = canonical
 
     def wanted(self, dtype: str) -> str | None:
         """The dtype an array of ``dtype`` is cast to; None when it is not cast."""
-        found = self.to or self.mapping.get(dtype)
+        if self.canonical is not None:
+            found = self.canonical(dtype)
+        else:
+            found = self.to or self.mapping.get(dtype)
         return None if found is None or found == dtype else found
 
     def __repr__(self) -> str:
+        if self.canonical is not None:
+            return f"dtype={CANONICAL!r}"
         return f"dtype={self.to!r}" if self.to else f"dtype={self.mapping!r}"
 
 
-def parse_dtype(value: Any, frameworks: Iterable[FrameworkSpec] = ()) -> Cast:
+def _keeps(dtype: str) -> None:
+    """The canonical policy of a target that keeps every dtype it holds."""
+    return None
+
+
+def parse_dtype(
+    value: Any, frameworks: Iterable[FrameworkSpec] = (), target: FrameworkSpec | None = None
+) -> Cast:
     """``dtype=`` as a :class:`Cast`; an OptionError naming close names when it is not one.
 
     ``frameworks`` read their own dtype objects and names ("torch.int32"): pass every
-    registered spec; without them only canonical names are understood."""
+    registered spec; without them only canonical names are understood. ``target``: the
+    framework converted to, whose own dtypes ``dtype="canonical"`` asks for."""
     if isinstance(value, Cast):
         return value
+    if isinstance(value, str) and value.strip().lower() == CANONICAL:
+        if target is None:
+            raise OptionError(
+                "dtype='canonical' asks for the target framework's own dtypes, and this call "
+                "names no target framework. Pass a dtype or a mapping instead."
+            )
+        return Cast(canonical=target.casting.canonical or _keeps)
     readers = [s.casting.read_dtype for s in frameworks if s.casting.read_dtype is not None]
     if isinstance(value, Mapping):
         mapping: dict[str, str] = {}
@@ -251,12 +285,15 @@ def explain_cast(
         node = rest.target
     cast_step = Step(step.name, step.spec.plugin, node, node, zero_copy=False)
     where = "before the conversion" if step.before else f"after the conversion to {target.name}"
+    why = (
+        f"dtype='canonical' casts {step.source} to {step.target}, what {target.name} itself "
+        f"makes of {step.source} now (as its own asarray would), in {step.spec.name}, {where}"
+        if cast.canonical is not None
+        else f"dtype= casts {step.source} to {step.target} in {step.spec.name}, {where}"
+    )
     return rest._replace(
         steps=(cast_step, *rest.steps) if step.before else (*rest.steps, cast_step),
         copies=rest.copies + 1,
         bytes_copied=rest.bytes_copied + after.nbytes,
-        notes=(
-            *rest.notes,
-            f"dtype= casts {step.source} to {step.target} in {step.spec.name}, {where}",
-        ),
+        notes=(*rest.notes, why),
     )

@@ -558,11 +558,12 @@ class State:
             )
         rest = dict(options)
         source = rest.pop("source", None)
+        spec = self.resolve(target)
         if rest.get("dtype") is not None:
-            rest["dtype"] = parse_dtype(rest["dtype"], self.frameworks.values())
+            rest["dtype"] = parse_dtype(rest["dtype"], self.frameworks.values(), spec)
         else:
             rest.pop("dtype", None)  # dtype=None: nothing is cast, as without it
-        return Asked(self.resolve(target), self.parse_device(device), copy, rest, source)
+        return Asked(spec, self.parse_device(device), copy, rest, source)
 
     def _source_name(self, source: Any) -> str:
         """The framework ``source=`` names (any alias or case, or its module)."""

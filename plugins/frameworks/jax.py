@@ -38,6 +38,17 @@ def x64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+#: What JAX makes of 64-bit dtypes while jax_enable_x64 is off (``jnp.asarray``'s).
+NARROWED = {"int64": "int32", "uint64": "uint32", "float64": "float32", "complex128": "complex64"}
+
+
+def canonical_dtype(dtype: str) -> str | None:
+    """The dtype JAX itself makes of ``dtype`` now (``dtype="canonical"``): the 32-bit kind
+    of a 64-bit one while x64 is off (read without importing JAX), else None."""
+    narrowed = NARROWED.get(dtype)
+    return None if narrowed is None or X64.value() else narrowed
+
+
 def x64_from_environment() -> bool:
     """The jax_enable_x64 JAX will start with, read without importing it: its
     ``JAX_ENABLE_X64`` variable, in JAX's words for true (an unreadable value fails JAX's
@@ -369,7 +380,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
                 "XLA_FLAGS=--xla_force_host_platform_device_count=N.",
                 kinds=("cpu", "cuda"),
             ),
-            casting=Casting(astype=astype, read_dtype=read_dtype),
+            casting=Casting(astype=astype, read_dtype=read_dtype, canonical=canonical_dtype),
             diagnostics=Diagnostics(constructor="jax.numpy.asarray"),
         )
     ]
