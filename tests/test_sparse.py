@@ -419,3 +419,65 @@ def test_other_scipy_formats_become_csr_first() -> None:
     assert t.layout == torch.sparse_csr
     np.testing.assert_array_equal(t.to_dense().numpy(), DENSE)
     np.testing.assert_array_equal(to(m, "numpy", densify=True), DENSE)
+
+
+# -- layout=: the result in the layout asked for ---------------------------------------------
+
+#: The layouts each target holds, as layout= names them.
+LAYOUTS = {"scipy": ("coo", "csr", "csc"), "torch": ("coo", "csr"), "jax": ("coo", "csr"),
+           "tensorflow": ("coo",)}  # fmt: skip
+
+
+@pytest.mark.parametrize("src", FRAMEWORKS)
+@pytest.mark.parametrize("src_layout", ["coo", "csr"])
+@pytest.mark.parametrize("dst", FRAMEWORKS)
+def test_layout_gives_the_layout_asked_for(src: str, src_layout: str, dst: str) -> None:
+    x = make(src, src_layout)
+    need(dst)
+    for layout in LAYOUTS[dst]:
+        out = to(x, dst, layout=layout)
+        assert owner(out) == dst and layout_of(out) == layout, (layout, type(out))
+        assert np.array_equal(densified(out), DENSE) and densified(out).dtype == np.float32
+        route = explain(x, dst, layout=layout)
+        if src == dst and src_layout == layout:
+            assert route.steps == () or all("layout=" not in s.note for s in route.steps)
+
+
+def test_layout_already_met_adds_no_step() -> None:
+    need("jax")
+    m = sp.coo_array(DENSE)
+    route = explain(m, "jax", layout="coo")
+    assert [s.converter for s in route.steps] == [s.converter for s in explain(m, "jax").steps]
+
+
+def test_layout_is_a_reported_step_in_the_target() -> None:
+    need("jax")
+    m = sp.csr_array(DENSE)
+    assert layout_of(to(m, "jax")) == "csr"  # without layout=: the layout it has
+    route = explain(m, "jax", layout="coo")
+    assert any("layout='coo'" in s.note for s in route.steps), route
+    assert route.copies >= 1
+
+
+def test_a_layout_the_target_does_not_hold_is_refused_naming_those_it_does() -> None:
+    from interop_core import OptionError
+
+    need("jax")
+    m = sp.csr_array(DENSE)
+    with pytest.raises(
+        OptionError, match=r"layout='bsr' is not a value jax takes: one of 'coo', 'csr'"
+    ):
+        to(m, "jax", layout="bsr")
+    with pytest.raises(OptionError, match="layout=3 is not a value jax takes"):
+        to(m, "jax", layout=3)
+    need("tensorflow")
+    with pytest.raises(OptionError, match="one of 'coo'"):
+        to(m, "tensorflow", layout="csr")
+    with pytest.raises(OptionError, match="layout='csr'"):
+        explain(m, "tensorflow", layout="csr")  # explain refuses what to() would
+
+
+def test_layout_of_a_dense_array_says_which_converters_make_it() -> None:
+    need("jax")
+    with pytest.raises(NoRouteError, match="layout= asks for a result only these converters"):
+        to(aligned(DENSE), "jax", layout="coo")

@@ -875,6 +875,11 @@ class ConverterSpec:
     #: The name of an option (one of ``options``) the user must pass, truthy, for the
     #: planner to take this edge at all: for routes with process-wide side effects.
     opt_in: str = ""
+    #: With ``opt_in``: the value (a str) the option must have for the planner to take this
+    #: edge, one edge per value (``layout="coo"`` takes the edges that make COO arrays);
+    #: "" for any truthy value. A value no edge into the target declares is refused, naming
+    #: the values it takes.
+    opt_value: str = ""
     #: The name of an option (one of ``options``) that, passed as False, keeps the planner
     #: off this edge: the user asks for the route without it (``trace=False`` for the
     #: traced TF -> JAX edge). Absent or any other value: the edge is taken as usual.

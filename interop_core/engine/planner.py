@@ -393,8 +393,11 @@ class Graph:
                         framework = goal.framework if edge.target == ANY else edge.target
                         reason = sees(framework, lands)
                 if reason is None:
-                    if edge.opt_in and edge.opt_in not in goal.opted_in:
-                        reason = _on_request(edge.opt_in, True)
+                    if edge.opt_in and (
+                        edge.opt_in not in goal.opted_in
+                        or (edge.opt_value and _chosen(edge) not in goal.opted_in)
+                    ):
+                        reason = _on_request(_chosen(edge), True)
                     elif edge.opt_out and edge.opt_out in goal.opted_out:
                         reason = _on_request(edge.opt_out, False)
                     else:
@@ -431,12 +434,23 @@ class Graph:
 _NO_RULES = Rules(None, ())
 
 
+def _chosen(edge: ConverterSpec) -> str:
+    """What opens an opt-in edge: its option's name, or ``name=value`` for an edge taken
+    for one value (``Request.opted_in`` holds both for a str value)."""
+    return f"{edge.opt_in}={edge.opt_value}" if edge.opt_value else edge.opt_in
+
+
 @functools.cache
 def _on_request(option: str, opt_in: bool) -> Reason:
     """The refusal of an edge taken only on request (``opt_in``) or left out on request:
     made once per option (most searches pass several opt-in edges)."""
     if opt_in:
-        return Reason(f"taken only on request: pass {option}=", ON_REQUEST)
+        name, _, value = option.partition("=")
+        return Reason(
+            f"taken only on request: pass {name}={value!r}" if value
+            else f"taken only on request: pass {name}=",
+            ON_REQUEST,
+        )  # fmt: skip
     return Reason(f"left out on request: {option}=False", ON_REQUEST)
 
 

@@ -102,9 +102,12 @@ class Request(NamedTuple):
     @property
     def opted_in(self) -> frozenset[str]:
         """The options passed with a value other than None or False (they open ``opt_in``
-        edges). Never ``bool(value)``: arrays and shape structs refuse to be truth-tested."""
+        edges), and ``name=value`` for a str value (it opens the edges of that
+        ``opt_value``). Never ``bool(value)``: arrays and shape structs refuse to be
+        truth-tested."""
+        given = [(n, v) for n, v in self.options if v is not None and v is not False]
         return frozenset(
-            name for name, value in self.options if value is not None and value is not False
+            [n for n, _ in given] + [f"{n}={v}" for n, v in given if isinstance(v, str)]
         )
 
     @property
@@ -309,7 +312,10 @@ class Router:
             e for e in self.st.declared
             if e.opt_in in opted_in and e.adds_flags and e.target == target.name
             and e.kind == req.start.kind
+            and (not e.opt_value or f"{e.opt_in}={e.opt_value}" in opted_in)
         ] if opted_in else []  # fmt: skip
+        if opted_in:
+            self._check_values(req, target)
         goal = Goal(
             target.name, req.goal, req.goal_kind, frozenset().union(*(e.adds_flags for e in asked)),
             opted_in, req.opted_out,
@@ -371,6 +377,28 @@ class Router:
             else f"No {target} array can be made on this machine: {target} finds no device.",
         )
 
+    def _check_values(self, req: Request, target: FrameworkSpec) -> None:
+        """An option whose edges are taken by value (``opt_value``: ``layout=``) must have a
+        value some edge into ``target`` takes: any other would find a route that ignores
+        it."""
+        kind = req.start.kind
+        for name, value in req.options:
+            steered = [
+                e for e in self.st.declared if e.opt_in == name and e.opt_value and e.kind == kind
+            ]  # fmt: skip
+            if not steered or value is None or value is False:
+                continue
+            values = sorted({e.opt_value for e in steered if e.target == target.name})
+            if not (isinstance(value, str) and value in values):
+                takes = (
+                    f"one of {', '.join(repr(v) for v in values)}" if values
+                    else f"no value: {target.name} has no converter that takes {name}="
+                )  # fmt: skip
+                raise OptionError(
+                    f"{name}={value!r} is not a value {target.name} takes: {takes}.\n"
+                    f"Pass {name}= with one of them, or leave it out."
+                )
+
     def _check_options(self, req: Request, found: Search) -> None:
         """Every option of ``req`` must be declared by an edge of the route found."""
         if not req.options:  # the common request: nothing to check
@@ -382,9 +410,11 @@ class Router:
         # Nor is an opt-in of edges from the start's framework that handle other objects of it
         # (a masked array's nulls=, asked of a plain array): they could never take this one.
         opted, declared = req.opted_in, self.st.declared
+        # An option taken by value (layout=) is always one: the goal asks for its result.
         opt_ins = {
             e.opt_in for e in declared
-            if e.opt_in and e.kind == req.start.kind and not (e.adds_flags and e.opt_in in opted)
+            if e.opt_in and e.kind == req.start.kind
+            and not (e.adds_flags and e.opt_in in opted and not e.opt_value)
             and not _other_variant(e, req.start)
         } | {e.opt_out for e in declared if e.opt_out and e.kind == req.start.kind}  # fmt: skip
         unknown = sorted(name for name, _ in req.options if name not in taken | opt_ins)

@@ -313,6 +313,42 @@ def _inside() -> list[ConverterSpec]:
     return edges
 
 
+def _layouts() -> list[ConverterSpec]:
+    """``layout=``: the result in the layout asked for, for targets that hold several
+    (scipy: COO, CSR, CSC; torch: COO, CSR; JAX: BCOO, BCSR), converted inside a framework
+    (new index buffers). The route ends in that layout (the goal is the flags "sparse" and
+    the layout, which each edge here marks its result with and nothing more: its order and
+    index width are left unclaimed); an array already in it is left as it is. TensorFlow
+    holds COO only."""
+    common: dict[str, Any] = {"options": ("layout",), "opt_in": "layout"}
+    return [
+        _edge(name, fw, fw, fn, False, _needs(src), note, _f("sparse", dst), opt_value=dst,
+              cost=4.0, **common)
+        for name, fw, fn, src, dst, note in (
+            ("scipy .tocoo()", "scipy", "scipy_to_coo", "csr", "coo",
+             "layout='coo': new coordinate arrays (one per dimension), values shared"),
+            ("scipy .tocsr()", "scipy", "scipy_to_csr_layout", "coo", "csr",
+             "layout='csr': new buffers, duplicates summed and indices sorted"),
+            *(("scipy .tocsc()", "scipy", "scipy_to_csc", src, "csc",
+               "layout='csc': new buffers, duplicates summed and indices sorted")
+              for src in ("coo", "csr")),
+            ("torch .to_sparse_coo()", "torch", "torch_to_coo", "csr", "coo",
+             "layout='coo': one (ndim, nnz) int64 index tensor made, coalesced"),
+            ("torch .to_sparse_csr()", "torch", "torch_to_csr", "coo", "csr",
+             "layout='csr': coalesced, then compressed rows: new index buffers"),
+            ("BCSR.to_bcoo()", "jax", "jax_to_bcoo", "csr", "coo",
+             "layout='coo': the row pointers expanded into BCOO's (nnz, ndim) indices"),
+            ("BCSR.from_bcoo()", "jax", "jax_to_bcsr", "coo", "csr",
+             "layout='csr': indices sorted, rows compressed: new index buffers"),
+        )
+    ] + [
+        # TensorFlow's one layout: what layout="coo" asks of it is what it holds.
+        _edge("tf.SparseTensor (COO already)", "tensorflow", "tensorflow", "as_is", True,
+              _needs("coo"), "layout='coo': TensorFlow holds sparse arrays as COO only",
+              _f("sparse", "coo"), _SPARSE_FLAGS, opt_value="coo", cost=0.1, **common),
+    ]  # fmt: skip
+
+
 @hookimpl
 def interop_forms() -> list[FormSpec]:
     """The sparse form of torch, JAX, TensorFlow and scipy (see :mod:`.sparse_forms`)."""
@@ -321,5 +357,6 @@ def interop_forms() -> list[FormSpec]:
 
 @hookimpl
 def interop_converters() -> list[ConverterSpec]:
-    """Sparse COO/CSR across scipy, torch, JAX and TensorFlow; copies; densify=True."""
-    return [*_across(), *_inside()]
+    """Sparse COO/CSR across scipy, torch, JAX and TensorFlow; copies; densify=True;
+    layout=."""
+    return [*_across(), *_inside(), *_layouts()]

@@ -1088,6 +1088,52 @@ def scipy_to_csr(m: Any) -> Any:
     return r
 
 
+# -- layout= ----------------------------------------------------------------------------------
+
+
+def scipy_to_coo(m: Any) -> Any:
+    """A scipy CSR (or other format) as COO (``layout="coo"``): new index arrays."""
+    return m.tocoo()
+
+
+def scipy_to_csr_layout(m: Any) -> Any:
+    """A scipy COO as CSR (``layout="csr"``): duplicates summed, indices sorted."""
+    r = m.tocsr()
+    r.sum_duplicates()
+    return r
+
+
+def scipy_to_csc(m: Any) -> Any:
+    """A scipy COO or CSR as CSC (``layout="csc"``): duplicates summed, indices sorted."""
+    r = m.tocsc()
+    r.sum_duplicates()
+    return r
+
+
+def torch_to_coo(t: Any) -> Any:
+    """A torch CSR tensor as COO (``layout="coo"``), coalesced."""
+    return t.to_sparse_coo().coalesce()
+
+
+def torch_to_csr(t: Any) -> Any:
+    """A torch COO tensor as CSR (``layout="csr"``): torch coalesces it first."""
+    _torch()  # torch's "CSR is in beta" warning, spent
+    return t.coalesce().to_sparse_csr()
+
+
+def jax_to_bcoo(x: Any) -> Any:
+    """A BCSR as a BCOO (``layout="coo"``)."""
+    return x.to_bcoo()
+
+
+def jax_to_bcsr(x: Any) -> Any:
+    """A BCOO as a BCSR (``layout="csr"``): JAX sorts the indices (duplicates kept, as JAX
+    keeps them; every consumer sums them)."""
+    from jax.experimental import sparse as jsp
+
+    return jsp.BCSR.from_bcoo(x.sort_indices())
+
+
 def scipy_copy(m: Any) -> Any:
     return m.copy()
 
