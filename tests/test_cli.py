@@ -1,4 +1,6 @@
-"""``python -m interop_core`` in subprocesses: doctor (text and --json), explain and graph.
+"""``python -m interop_core`` in subprocesses: doctor (text and --json), explain of dense
+examples, and graph (test_cli_explain.py: files and forms; test_cli_graph.py: --from/--to,
+text and SVG; test_cli_bench.py: bench).
 
 Each doctor run imports every framework and measures the matrix live (~9 s on two cores);
 explain imports the frameworks of its route; graph imports none.
@@ -282,7 +284,7 @@ def test_doctor_needs_a_command() -> None:
 def test_help_lists_every_command() -> None:
     run = cli("--help")
     assert run.returncode == 0, run.stderr
-    for command in ("doctor", "explain", "graph"):
+    for command in ("doctor", "explain", "graph", "bench"):
         assert re.search(rf"^\s+{command}\s+\S", run.stdout, re.M), run.stdout
 
 
@@ -562,14 +564,23 @@ def test_graph_renders_svg_with_graphviz(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     svg = out.read_text()
     assert "<svg" in svg and "numpy" in svg and "</svg>" in svg
-    assert run.stdout.strip() == f"wrote {out}"
+    assert run.stdout.strip() == f"wrote {out} (rendered by Graphviz)"
 
 
-def test_graph_output_without_graphviz_exits_2(tmp_path: Path) -> None:
+def test_graph_output_without_graphviz(tmp_path: Path) -> None:
+    """Without Graphviz's dot, an .svg is drawn by interop_core itself; .png and .pdf still
+    need dot: exit 2, naming it and what works without it, and no file is left."""
     env = {**os.environ, "PATH": str(tmp_path)}  # no dot on this PATH
+    svg = tmp_path / "graph.svg"
+    run = cli("graph", "--output", str(svg), env=env)
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert run.stdout.strip() == f"wrote {svg} (drawn without Graphviz)"
+    text = svg.read_text(encoding="utf-8")
+    assert text.startswith("<svg xmlns='http://www.w3.org/2000/svg'") and "numpy" in text
     run = cli("graph", "--output", str(tmp_path / "graph.png"), env=env)
     assert run.returncode == 2, (run.stdout, run.stderr)
     assert "Graphviz's 'dot' program is not installed" in run.stderr
+    assert "write a .svg file (drawn by interop_core itself)" in run.stderr
     assert not (tmp_path / "graph.png").exists()
 
 
@@ -578,10 +589,15 @@ def test_graph_output_text_files_and_bad_requests(tmp_path: Path) -> None:
     run = cli("graph", "--output", str(mmd))
     assert run.returncode == 0, run.stderr
     assert mmd.read_text().startswith("flowchart LR\n")
+    txt = tmp_path / "graph.txt"
+    run = cli("graph", "--output", str(txt))
+    assert run.returncode == 0, run.stderr
+    assert txt.read_text().startswith("interop_core ") and "Frameworks: " in txt.read_text()
     for args in (
         ("--format", "mermaid", "--output", str(tmp_path / "g.svg")),
         ("--format", "dot", "--output", str(tmp_path / "g.mmd")),
-        ("--output", str(tmp_path / "g.txt")),
+        ("--format", "text", "--output", str(tmp_path / "g.dot")),
+        ("--output", str(tmp_path / "g.jpg")),
     ):
         run = cli("graph", *args)
         assert run.returncode == 2, (args, run.stderr)

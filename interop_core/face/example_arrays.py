@@ -36,6 +36,24 @@ class ExampleError(Exception):
     """The framework cannot build the example asked for (exit status 2 of ``explain``)."""
 
 
+#: The most elements an example may have: it is built from Python values, one by one, and
+#: a route depends on the dtype, the layout and the flags, never on how big the array is.
+MAX_ELEMENTS = 1 << 24
+
+
+def check_size(shape: Sequence[int], what: str = "--shape") -> None:
+    """Refuse an example of more than :data:`MAX_ELEMENTS` elements (ExampleError)."""
+    count = 1
+    for n in shape:
+        count *= n
+        if count > MAX_ELEMENTS:
+            raise ExampleError(
+                f"{what} {tuple(shape)} asks for more than {MAX_ELEMENTS} elements; an example "
+                "is built from Python values, and its route does not depend on its size: "
+                "ask with a smaller one."
+            )
+
+
 def parse_shape(text: str) -> tuple[int, ...]:
     """``"2,3"`` -> (2, 3); ``""`` or ``"()"`` -> () (a 0-d array). For ``--shape``."""
     text = text.strip().strip("()").strip()
@@ -149,6 +167,7 @@ def make_example(spec: FrameworkSpec, shape: tuple[int, ...], dtype: str, layout
     """
     if spec.example is None:
         raise ExampleError(f"{spec.name} cannot build example arrays (its spec has no example()).")
+    check_size((*shape[:-1], 2 * shape[-1]) if layout == "strided" and shape else shape)
     if dtype not in spec.dtypes:
         raise ExampleError(
             f"{spec.name} cannot hold dtype {dtype!r}; it holds: {', '.join(sorted(spec.dtypes))}."
