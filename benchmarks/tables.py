@@ -509,11 +509,122 @@ def bitmap_section(quick: bool) -> Section:
     return title, BITMAP_HEAD, rows
 
 
+# -- 4. any Arrow producer (the PyCapsule interface) ------------------------------------------
+
+PRODUCER_HEAD = ["producer", "to() µs", "compared with", "its µs", "its / to()", "control"]
+
+
+class CapsuleOnly:
+    """Only ``__arrow_c_stream__`` of ``obj``: a polars object as any library's looks."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.obj.__arrow_c_stream__(requested_schema)
+
+
+def producer_rows(quick: bool) -> list[Row]:
+    """A row per producer and compared call: 1M float32 values (4 MiB) into torch."""
+    import numpy as np
+    import torch
+
+    rounds = COLUMN_ROUNDS[quick]
+    n = MiB
+    rows: list[Row] = []
+
+    def row(label: str, ours: Callable[[], Any], theirs: Theirs) -> Row:
+        name, call, _ = theirs
+        t_ours, t_theirs, t_again = interleaved_calls([ours, call, call], rounds)
+        return [label, f"{t_ours:.1f}", name, f"{t_theirs:.1f}", f"{t_theirs / t_ours:.1f}x",
+                f"{t_again / t_theirs:.3f}x"]  # fmt: skip
+
+    if installed("duckdb"):
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute(f"create table t as select (range * 0.5)::FLOAT as x from range({n})")
+        rel = con.sql("select x from t")
+        assert torch.equal(to(rel, "torch")["x"], rel.torch()["x"])
+        rows.append(row("duckdb relation (the query runs on each call)",
+                        lambda: to(rel, "torch"), ("`rel.torch()`", rel.torch, True)))  # fmt: skip
+        table = rel.arrow()  # the result once, then its Arrow table
+        rows.append(row("duckdb result as its Arrow table (`rel.arrow()` once)",
+                        lambda: to(CapsuleOnly(table), "torch"),
+                        ("`to(table, \"torch\")` (pyarrow's plugin)",
+                         lambda: to(table, "torch"), False)))  # fmt: skip
+    else:
+        rows.append(skip_row("duckdb", "duckdb is not installed", len(PRODUCER_HEAD)))
+    if installed("polars"):
+        import polars as pl
+
+        s = pl.Series("x", np.random.default_rng(0).random(n, dtype=np.float32))
+        via = CapsuleOnly(s)
+        shared(to(via, "torch"), s.to_numpy().ctypes.data)
+        assert torch.equal(to(via, "torch"), s.to_torch())
+        for theirs in (
+            ("`s.to_torch()` (polars' own: a copy)", s.to_torch, True),
+            ('`to(s, "torch")` (polars\' plugin)', lambda: to(s, "torch"), False),
+        ):
+            rows.append(row("polars Series through the capsule", lambda: to(via, "torch"),
+                            theirs))  # fmt: skip
+    if installed("pyarrow"):
+        import pyarrow as pa
+
+        t = pa.table({"x": pa.array(np.arange(n, dtype=np.float32) * 0.5)})
+        rows += [row(name, *sides) for name, sides in arrow_sides(t).items()]
+    return rows
+
+
+def arrow_sides(t: Any) -> dict[str, tuple[Callable[[], Any], Theirs]]:
+    """nanoarrow's stream and arro3's Table of ``t``: to() and pyarrow's import by hand. A
+    stream is read once: a new one per call, on both sides."""
+    import pyarrow as pa
+    import torch
+
+    def by_hand(make: Callable[[], Any]) -> Theirs:
+        return ("pyarrow's import and a numpy view, by hand",
+                lambda: torch.from_numpy(pa.table(make()).column(0).chunk(0).to_numpy()),
+                False)  # fmt: skip
+
+    sides: dict[str, tuple[Callable[[], Any], Theirs]] = {}
+    if installed("nanoarrow"):
+        import nanoarrow
+
+        def stream() -> Any:
+            return nanoarrow.c_array_stream(t)
+
+        sides["nanoarrow stream"] = (lambda: to(stream(), "torch"), by_hand(stream))
+    if installed("arro3.core"):
+        from arro3.core import Table
+
+        table = Table.from_arrow(t)
+        sides["arro3 Table"] = (lambda: to(table, "torch"), by_hand(lambda: table))
+    return sides
+
+
+def producer_section(quick: bool) -> Section:
+    """Any Arrow producer into torch: to() vs the producer's own call or the hand-written
+    import."""
+    title = (
+        'Any Arrow producer into torch (issue 33): `to(obj, "torch")` of objects read through '
+        "the Arrow PyCapsule interface, 1M float32 values (4 MiB, zero-copy, checked by "
+        "pointer or values), vs the producer's own call (duckdb `rel.torch()`, polars "
+        "`to_torch()`, which copy) or what a user writes by hand; interleaved with a second "
+        "run of the compared call (control), medians of "
+        f"{COLUMN_ROUNDS[quick]} rounds (µs per call)"
+    )
+    if not (installed("numpy") and installed("torch")):
+        return (title, PRODUCER_HEAD, [skip_row("all", "needs numpy and torch", 6)])
+    return (title, PRODUCER_HEAD, producer_rows(quick))
+
+
 def sections(quick: bool) -> list[Section]:
     """This module's sections, as (title, head, rows): one column; the pipeline (torch on
-    one thread); the validity bitmap's cost."""
+    one thread); the validity bitmap's cost; any Arrow producer."""
     with one_torch_thread():
-        return [column_section(quick), pipeline_section(quick), bitmap_section(quick)]
+        return [column_section(quick), pipeline_section(quick), bitmap_section(quick),
+                producer_section(quick)]  # fmt: skip
 
 
 def main() -> int:

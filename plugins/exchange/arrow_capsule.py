@@ -35,10 +35,12 @@ from Python); the producer is trusted for them, as every Arrow consumer trusts i
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from interop_core.plugin import (
     ALIGNMENT,
+    ITEMSIZE,
     Casting,
     ConverterSpec,
     Detection,
@@ -64,6 +66,20 @@ from .columns import (
 
 NAME = "arrow_capsule"
 PROTOCOL = "the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__)"
+
+
+#: frameworks/arrow.py (pyarrow's plugin module), imported with the first producer read:
+#: a process that meets none never loads it.
+_arrow_module: Any = None
+
+
+def _arrow() -> Any:
+    global _arrow_module
+    if _arrow_module is None:
+        from ..frameworks import arrow
+
+        _arrow_module = arrow
+    return _arrow_module
 
 
 class CapsuleColumn:
@@ -147,7 +163,7 @@ def _check_mapped(data: Any, what: str) -> None:
 def _column(data: Any, name: Any, producer: str) -> Any:
     """A column of the snapshot: a :class:`CapsuleColumn`; a list column (ragged) as the
     pyarrow array the ragged form converts."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return data if arrow.ragged(data.type) else CapsuleColumn(data, name, producer)
 
@@ -156,7 +172,7 @@ def snapshot(obj: Any) -> Any:
     """A producer's answer, asked once: a struct as ``{name: column}`` in column order (the
     columns no array holds refused, all named), anything else as one column; a
     :class:`CapsuleColumn` as it is."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     if type(obj) is CapsuleColumn:
         return obj
@@ -172,13 +188,12 @@ def snapshot(obj: Any) -> Any:
                 f"Cannot convert this {what}: it holds {kind}, not numbers or booleans.\n"
                 f"{advice[0].upper()}{advice[1:]}."
             )
+        if isinstance(data, pa.ChunkedArray) and data.num_chunks == 1:
+            data = data.chunk(0)  # a column in one chunk holds that Array
         return _column(data, None, producer)
     # Null rows of a struct make nulls of its fields (pyarrow's flatten merges them).
     if isinstance(data, pa.ChunkedArray):
-        table = pa.Table.from_batches(
-            [pa.RecordBatch.from_struct_array(c) for c in data.chunks],
-            schema=pa.schema(list(data.type)),
-        )
+        table = pa.Table.from_struct_array(data)
     else:
         table = pa.RecordBatch.from_struct_array(data)
     names = table.schema.names
@@ -203,18 +218,20 @@ def name_of(col: CapsuleColumn) -> str:
 def readonly(col: CapsuleColumn) -> bool:
     """Whether a column's memory (one chunk, no nulls, not bits) cannot be written: asked
     of its pages once per column."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     found = col._readonly
     if found is None:
-        x = arrow.view(col.data)
-        found = col._readonly = not writable_memory(x.ctypes.data, x.nbytes)
+        arr = col.data  # one chunk: an Array (see snapshot)
+        dtype, dims = arrow.element(arr.type)
+        nbytes = len(arr) * ITEMSIZE[dtype] * math.prod(dims)
+        found = col._readonly = not writable_memory(arrow.address(arr), nbytes)
     return found
 
 
 def describe(col: CapsuleColumn) -> TensorInfo:
     """A column described as pyarrow's own, read-only by its pages."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     if type(col) is not CapsuleColumn:  # a producer: converted through its snapshot
         raise InvalidArrayError(f"An Arrow producer converts through its snapshot: {col!r}")
@@ -225,7 +242,7 @@ def describe(col: CapsuleColumn) -> TensorInfo:
 
 def key(col: CapsuleColumn) -> Any:
     """Warm-path key: pyarrow's (type, nulls, chunks, read-only), read-only by its pages."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     found = arrow.key(col.data)
     if len(found) == 4 and found[3]:
@@ -235,7 +252,7 @@ def key(col: CapsuleColumn) -> Any:
 
 def data_ptr(col: CapsuleColumn) -> int:
     """Address of the first element (of the first chunk)."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return arrow.data_ptr(col.data)
 
@@ -248,25 +265,25 @@ def aligned_key(col: CapsuleColumn) -> Any:
 def astype(col: CapsuleColumn, dtype: str) -> CapsuleColumn:
     """A column cast to canonical ``dtype`` (``to(..., dtype=)``) in memory pyarrow
     allocates, keeping its chunks and nulls (see frameworks/arrow.py's ``astype``)."""
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return CapsuleColumn(arrow.astype(col.data, dtype), col.name, col.producer)
 
 
 def _view(col: CapsuleColumn) -> Any:
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return arrow.view(col.data)
 
 
 def _copy(col: CapsuleColumn) -> Any:
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return arrow.copy(col.data)
 
 
 def _parts(col: CapsuleColumn) -> tuple[Any, Any]:
-    from ..frameworks import arrow
+    arrow = _arrow()
 
     return arrow.parts(col.data)
 
