@@ -123,10 +123,11 @@ def sharded(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The full stack: numpy, torch, JAX, TensorFlow, DALI and CuPy together (CuPy imports
-    without a GPU but cannot allocate: its GPU tests skip, its no-device errors run)."""
-    install(session, "all-cpu", "cupy-cuda12x")
+    without a GPU but cannot allocate: its GPU tests skip, its no-device errors run); the
+    typed results checked with mypy and pyright against their golden files."""
+    install(session, "all-cpu", "cupy-cuda12x", "typing")
     session.install("--no-deps", TF2JAX)
-    pytest(session, "all")
+    pytest(session, "all,typing")
 
 
 @nox.session

@@ -11,17 +11,12 @@ plugins load when the first ``to()`` builds the registry. The frameworks (which 
 built-in plugins teach) are imported by converters when a route first needs them.
 """
 
-from .face.api import (
-    default_registry,
-    explain,
-    register,
-    set_default_registry,
-    to,
-    unregister,
-)
+from .face.api import default_registry, register, set_default_registry, unregister
 
 # typing.TYPE_CHECKING without importing typing (see face/api.py): type checkers and IDEs
 # read the imports below; at run time __getattr__ loads each name when first asked for.
+# to() and explain() are face/api.py's at run time (the else: branch); type checkers read
+# their overloads in face/typed.py instead (the result's type from target and source).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .declare.context import CallContext
@@ -58,6 +53,10 @@ if TYPE_CHECKING:
     from .engine.registry import Registry
     from .engine.routes import Route, RouteTree, Step
     from .face.memory import aligned_memory, set_aligned_memory
+    from .face.typed import explain, to
+    from .targets import Target
+else:
+    from .face.api import explain, to
 
 #: The names loaded on first use, and the module (under interop_core) each comes from: the
 #: same as the imports above (tests/test_import.py checks both against __all__).
@@ -89,6 +88,7 @@ _LAZY = {
     "Registry": "engine.registry",
     "aligned_memory": "face.memory",
     "set_aligned_memory": "face.memory",
+    "Target": "targets",
 }  # fmt: skip
 
 __version__ = "0.1.0"
@@ -119,6 +119,7 @@ __all__ = [
     "Route",
     "RouteTree",
     "Step",
+    "Target",
     "TensorFileError",
     "TensorInfo",
     "UnhashableTypeError",

@@ -240,14 +240,24 @@ def test_every_public_name_loads_on_first_use_as_its_defining_modules_object() -
     tree = ast.parse(Path(interop_core.__file__).read_text(encoding="utf-8"))
     checked: dict[str, str] = {}
     eager: set[str] = set()
+    typed: set[str] = set()  # eager names whose overloads type checkers read in face/typed.py
     for node in tree.body:
         if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
             for imp in node.body:
                 assert isinstance(imp, ast.ImportFrom) and imp.level == 1
-                checked.update(dict.fromkeys((a.name for a in imp.names), imp.module))
+                names = [a.name for a in imp.names]
+                if imp.module == "face.typed":
+                    typed.update(names)
+                else:
+                    checked.update(dict.fromkeys(names, imp.module))
+            for imp in node.orelse:  # what runs instead of the overloads: face/api.py's own
+                assert isinstance(imp, ast.ImportFrom) and imp.level == 1
+                assert imp.module == "face.api", imp.module
+                eager.update(a.name for a in imp.names)
         elif isinstance(node, ast.ImportFrom):
             eager.update(a.name for a in node.names)
     assert checked == result["lazy"]
+    assert typed == {"to", "explain"} and typed <= eager
     assert eager | set(checked) | {"__version__"} == set(interop_core.__all__)
     assert not eager & set(checked)
 
