@@ -308,3 +308,22 @@ def test_detection_asks_the_hook_before_the_declared_types() -> None:
         # Asked once per class: the first object of AlphaArr decides for all of them.
         assert reg.state.detect(claimed).name == "beta"
         assert explain(AlphaArr([2.0]), "beta").steps == ()  # a beta array already
+
+
+class _BadHashName(str):
+    """A framework's name whose hash raises (a str subclass's own __hash__)."""
+
+    def __hash__(self) -> int:
+        raise RuntimeError("this name cannot be hashed")
+
+
+def test_a_target_whose_hash_raises_is_planned_every_call_not_raised() -> None:
+    """The plan cache cannot key such a target: the call is planned each time instead, and
+    the result is the same as with the plain name."""
+    from conftest import need
+
+    need("numpy")
+    a = array.array("f", [1.0, 2.0])
+    for _ in range(2):  # the second call too: nothing was kept under the bad key
+        out = to(a, _BadHashName("numpy"))
+        assert type(out).__name__ == "ndarray" and out.tolist() == [1.0, 2.0]

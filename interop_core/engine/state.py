@@ -384,8 +384,8 @@ class State:
             fast_key: tuple[Any, ...] | None = (type(obj), target, device, copy)
             try:
                 hash(fast_key)
-            except TypeError:
-                fast_key = None
+            except Exception:  # unhashable, or a hash that raises (a str subclass's own):
+                fast_key = None  # planned on every call rather than kept
             # The warm path keys no options: a request with options is planned every time.
             req = request(obj, src, asked)
             return self.router.convert(obj, req, None if rest else fast_key)
