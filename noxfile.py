@@ -12,7 +12,7 @@ import nox
 TORCH = "torch==2.13.0"
 nox.options.sessions = [
     "lint", "typecheck", "core", "minimal", "torch", "jax", "tensorflow", "dali", "sharded",
-    "tests", "typeguard", "plugins", "torchax",
+    "tests", "typeguard", "plugins", "torchax", "docs",
 ]  # fmt: skip
 #: torchax 0.0.13 fails on import with torch 2.13 (google/torchax#101); the nightlies from
 #: 0.0.14.dev20260807 work. Pinned to the nightly tested here, without dependencies: it must
@@ -158,6 +158,17 @@ def torchax(session: nox.Session) -> None:
     install(session, "numpy", "torch", "jax")
     session.install("--no-deps", TORCHAX)
     pytest(session, "numpy,torch,jax,torchax", "tests/test_functions_torchax.py")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The API reference (docs/api), built from the docstrings with warnings as errors and
+    no framework installed, then tests/test_api_docs.py (every public name is in it).
+    ``nox -s docs -- DIR`` keeps the HTML in DIR (default: the session's temp folder)."""
+    session.install(".[docs,test]")
+    out = session.posargs[0] if session.posargs else f"{session.create_tmp()}/api-html"
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs/api", out)
+    session.run("pytest", "tests/test_api_docs.py", env={"INTEROP_REQUIRE": "sphinx"})
 
 
 @nox.session(default=False, venv_backend="none")

@@ -4,7 +4,7 @@ graph of converters that plugins declare, zero-copy first, saying which route it
 What users import is here: ``to()``, ``explain()``, the errors, the specs and ``Route``.
 Plugin authors import from :mod:`interop_core.plugin` and test with
 :mod:`interop_core.testing`. ``import interop_core`` is light: it loads
-``to()``, ``explain()`` and the other functions of :mod:`interop_core.face.api`, which need
+``to()``, ``explain()`` and the other functions of ``interop_core.face.api``, which need
 only ``contextvars``; every other name here (the errors, the specs, ``Route``, ``Registry``,
 ``hookimpl``) loads its module on first use (PEP 562), and the engine, pluggy and the
 plugins load when the first ``to()`` builds the registry. The frameworks (which the

@@ -1,10 +1,11 @@
 """Everything a plugin author needs, from one module (as tox has ``tox.plugin``).
 
-A plugin imports from here only: the :data:`hookimpl` marker, the specs its hooks return
-(:class:`FrameworkSpec`, :class:`ConverterSpec`, :class:`KindSpec`, ...), the declarative
-predicate :class:`Needs`, refusal records (:class:`Reason` and its categories), the
-:class:`CallContext` a converter may ask for, the errors a converter raises, and the
-readers of the standard array protocols (DLPack, the buffer protocol, array interfaces)::
+A plugin imports from here only: the :data:`~interop_core.hookimpl` marker, the specs its
+hooks return (:class:`~interop_core.FrameworkSpec`, :class:`~interop_core.ConverterSpec`,
+:class:`~interop_core.KindSpec`, ...), the declarative predicate :class:`Needs`, refusal
+records (:class:`Reason` and its categories), the :class:`~interop_core.CallContext` a
+converter may ask for, the errors a converter raises, and the readers of the standard array
+protocols (DLPack, the buffer protocol, array interfaces)::
 
     from interop_core.plugin import ConverterSpec, FrameworkSpec, Needs, hookimpl
 

@@ -3,7 +3,7 @@
 A :class:`Target` is a framework's name (a ``str``) that also carries, for type checkers,
 the type its conversions return: ``to(x, TORCH)`` is typed ``torch.Tensor`` (an array in),
 ``dict[str, torch.Tensor]`` (a dict of arrays in), and so on; see
-:mod:`interop_core.face.typed`. At run time a token is the name and nothing more (the
+``interop_core.face.typed``. At run time a token is the name and nothing more (the
 interned ``str``, as :func:`typing.NewType` hands back its argument): ``to(x, TORCH)`` is
 ``to(x, "torch")``, on the warm path too.
 

@@ -6,9 +6,9 @@
   the framework specs.
 - :func:`independent_data_ptr` and :func:`protocol_view` read an object's memory through a
   standard protocol (``__array_interface__``, ``__cuda_array_interface__``, DLPack, the
-  buffer protocol), not through any plugin (from :mod:`interop_core.kit.buffers`).
+  buffer protocol), not through any plugin (from ``interop_core.kit.buffers``).
 - :func:`check_framework` and :class:`ConformanceError`: the conformance kit (from
-  :mod:`interop_core.kit.conformance`).
+  ``interop_core.kit.conformance``).
 
 This module imports no framework.
 """

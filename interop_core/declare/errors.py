@@ -75,7 +75,9 @@ class Reason(str):
     the switch of a ``GLOBAL_FLAG`` one).
     """
 
+    #: What kind of refusal it is: one of the categories below (``VARIANT``, ``DTYPE``, ...).
     category: str
+    #: What the refusal is about, where its category has a subject ("" otherwise).
     subject: str
 
     def __new__(cls, text: str, category: str = "other", subject: str = "") -> Reason:
@@ -88,7 +90,7 @@ class Reason(str):
         return (Reason, (str(self), self.category, self.subject))
 
 
-#: Refusal categories (:attr:`Reason.category`).
+# Refusal categories (Reason.category).
 #: Another variant of the same pair handles such objects: kept, never shown.
 VARIANT = "variant"
 #: An opt-in edge that was not asked for (``ConverterSpec.opt_in``): shown only when
@@ -102,10 +104,14 @@ FLAG = "flag"
 GLOBAL_FLAG = "global_flag"
 #: The framework cannot hold the object on that device.
 DEVICE = "device"
-#: The dtype, the layout, or read-only memory.
+#: The converter cannot take the dtype.
 DTYPE = "dtype"
+#: The converter cannot take the layout class (see :func:`classify_layout`).
 LAYOUT = "layout"
+#: The memory is read-only: the producer will not export it, or the consumer would make
+#: it writable.
 READONLY = "readonly"
+#: Anything else (a plain string returned by a predicate).
 OTHER = "other"
 
 

@@ -24,7 +24,12 @@ from .specs import ConverterSpec, Device, FormSpec, FrameworkSpec, Kind, KindSpe
 
 PROJECT = "interop_core"
 
+#: Marks the hook specifications below (pluggy's ``HookspecMarker`` of the project
+#: ``interop_core``); plugins do not need it.
 hookspec = pluggy.HookspecMarker(PROJECT)
+#: Marks a plugin's implementation of a hook: ``@hookimpl`` above a function named as the
+#: hook (``@hookimpl(trylast=True)`` and pluggy's other options apply). pluggy's
+#: ``HookimplMarker`` of the project ``interop_core``.
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
@@ -33,8 +38,9 @@ def interop_frameworks() -> Sequence[FrameworkSpec]:
     """Declare the frameworks this plugin knows.
 
     Called by the registry once per build (at first use, and after a plugin is registered
-    or unregistered). Return a sequence of :class:`FrameworkSpec`; names must be unique
-    across plugins, and a conflict names both plugins. Must not import the framework.
+    or unregistered). Return a sequence of :class:`~interop_core.FrameworkSpec`; names
+    must be unique across plugins, and a conflict names both plugins. Must not import the
+    framework.
     """
 
 
@@ -43,9 +49,9 @@ def interop_converters() -> Sequence[ConverterSpec]:
     """Declare converter edges of the route graph.
 
     Called by the registry once per build, after ``interop_frameworks``. Return a sequence
-    of :class:`ConverterSpec`; each edge's ``source`` and ``target`` must name declared
-    frameworks (edges to frameworks nobody declared are dropped with a warning). Must not
-    import any framework: converters import inside their bodies.
+    of :class:`~interop_core.ConverterSpec`; each edge's ``source`` and ``target`` must name
+    declared frameworks (edges to frameworks nobody declared are dropped with a warning).
+    Must not import any framework: converters import inside their bodies.
     """
 
 
@@ -54,13 +60,13 @@ def interop_kinds() -> Sequence[Kind | KindSpec]:
     """Declare kinds of object (functions, iterators, ...) and the objects of them.
 
     Called by the registry once per build, after ``interop_frameworks``. Return a sequence
-    of :class:`Kind` (what a kind is: its traits, how ``copy=`` and ``device=`` apply, ...;
-    arrays are the core's own; several plugins may declare one kind alike, a different
-    declaration of a taken name is a conflict) and :class:`KindSpec` (how objects of a kind
-    are found; each names a declared framework, ``ANY`` for objects of none, or "" for
-    objects that do not say which framework they belong to: plain Python callables, where
-    the user passes ``source=``). A framework's arrays are its FrameworkSpec. Must not
-    import any framework.
+    of :class:`~interop_core.Kind` (what a kind is: its traits, how ``copy=`` and
+    ``device=`` apply, ...; arrays are the core's own; several plugins may declare one kind
+    alike, a different declaration of a taken name is a conflict) and
+    :class:`~interop_core.KindSpec` (how objects of a kind are found; each names a declared
+    framework, ``ANY`` for objects of none, or "" for objects that do not say which
+    framework they belong to: plain Python callables, where the user passes ``source=``). A
+    framework's arrays are its FrameworkSpec. Must not import any framework.
     """
 
 
@@ -69,12 +75,12 @@ def interop_forms() -> Sequence[FormSpec]:
     """Declare forms of a framework's arrays (a masked array, a sparse layout, ragged rows).
 
     Called by the registry once per build, after ``interop_frameworks``. Return a sequence
-    of :class:`FormSpec`; each names a declared framework (forms of frameworks nobody
-    declared are dropped) and the types its objects have. An object of such a type is the
-    framework's array, described (and keyed) as the framework describes it plus the form's
-    flags, or by the form's own functions; its opaque flags keep every edge that does not
-    name the form (``ConverterSpec.forms``) off it. The converters of a form are
-    declared by ``interop_converters`` as usual. Must not import any framework.
+    of :class:`~interop_core.plugin.FormSpec`; each names a declared framework (forms of
+    frameworks nobody declared are dropped) and the types its objects have. An object of
+    such a type is the framework's array, described (and keyed) as the framework describes
+    it plus the form's flags, or by the form's own functions; its opaque flags keep every
+    edge that does not name the form (``ConverterSpec.forms``) off it. The converters of a
+    form are declared by ``interop_converters`` as usual. Must not import any framework.
     """
 
 
@@ -93,7 +99,7 @@ def interop_detect(obj: Any) -> str | None:
 
 @hookspec(firstresult=True)
 def interop_parse_device(device: Any) -> Device | None:
-    """Read a framework's own device object or string as a :class:`Device`.
+    """Read a framework's own device object or string as a :class:`~interop_core.Device`.
 
     Called by ``to()``/``explain()`` (slow path) for a ``device=`` that is neither a Device
     nor a string ``Device.parse`` reads ("cuda:1"), e.g. ``torch.device("cuda", 1)``, a JAX
@@ -111,8 +117,9 @@ def interop_parse_device(device: Any) -> Device | None:
 class Checkpointer(Protocol):
     """The position of one source of batches, read and restored: what ``state_dict()`` and
     ``load_state_dict()`` of an iterator converted from it are built on (an answer of
-    :func:`interop_checkpointer`). The converted iterator asks it for each pass and, after
-    batches are pulled, for the position; it never looks inside the source itself."""
+    :func:`~interop_core.declare.hookspecs.interop_checkpointer`). The converted iterator
+    asks it for each pass and, after batches are pulled, for the position; it never looks
+    inside the source itself."""
 
     #: What the source is and how it is checkpointed, for messages and the state itself
     #: ("torch DataLoader: the sampler's order and position"): a state is loaded only into
@@ -156,10 +163,10 @@ class Checkpointer(Protocol):
 
 class WorkersPlan(NamedTuple):
     """How a data loader's worker processes start (an answer of
-    :func:`interop_worker_policy`): the multiprocessing start method the converter sets as
-    the loader's ``multiprocessing_context`` before any pass starts them (None: it sets
-    none), and the sentence that says what they start by and why, which the converted
-    iterator's ``.workers`` says ("" for nothing to say)."""
+    :func:`~interop_core.declare.hookspecs.interop_worker_policy`): the multiprocessing
+    start method the converter sets as the loader's ``multiprocessing_context`` before any
+    pass starts them (None: it sets none), and the sentence that says what they start by and
+    why, which the converted iterator's ``.workers`` says ("" for nothing to say)."""
 
     method: str | None
     sentence: str

@@ -87,6 +87,7 @@ class Device:
         return f"{self.kind}:{self.index}"
 
 
+#: The host: ``Device("cpu", 0)``.
 CPU = Device()
 
 
@@ -132,6 +133,7 @@ class ArrayTraits(NamedTuple):
     """The traits of an array node: what converter predicates read besides framework,
     device and flags."""
 
+    #: The canonical dtype name (one of ``DTYPES``).
     dtype: str
     #: Layout class: "C", "F", "strided", "negative" or "broadcast" (see classify_layout).
     layout: str
@@ -147,18 +149,23 @@ class PlanKey(NamedTuple):
 
     The plan cache is keyed by exactly these fields (plus the target and options), so a
     predicate that reads only them keeps the cache faithful. ``traits`` is the record its
-    kind declares (``Kind.traits``: :class:`ArrayTraits` for arrays), None for a kind that
-    declares none (functions); ``dtype``, ``layout``, ``readonly`` and ``aligned`` read an
-    array's.
+    kind declares (``Kind.traits``: :class:`~interop_core.plugin.ArrayTraits` for arrays),
+    None for a kind that declares none (functions); ``dtype``, ``layout``, ``readonly`` and
+    ``aligned`` read an array's.
     """
 
+    #: The kind of object ("array", "function", ...).
     kind: str
+    #: The framework that owns it at this step (``ANY`` for an object of none).
     framework: str
     #: The device with its index, as ``str(Device)``: "cpu", "cuda:1"; "" for an object
     #: bound to no device.
     device: str
+    #: What its kind declares (see above); None for a kind without traits.
     traits: Any
+    #: The flags it carries ("sparse", "requires_grad", ...), which edges may refuse.
     flags: frozenset[str] = frozenset()
+    #: The request's ``copy=`` (None, False or True).
     copy: bool | None = None
 
     @property
@@ -185,13 +192,20 @@ class PlanKey(NamedTuple):
 class TensorInfo(NamedTuple):
     """A description of one array, made without converting it."""
 
+    #: The framework that owns it.
     framework: str
+    #: The canonical dtype name (one of ``DTYPES``).
     dtype: str
+    #: Where it lives.
     device: Device
     shape: tuple[int, ...]
+    #: Layout class: "C", "F", "strided", "negative" or "broadcast".
     layout: str
+    #: Its owner marks the memory read-only.
     readonly: bool
+    #: The data is 64-byte aligned.
     aligned: bool
+    #: The flags it carries ("sparse", "requires_grad", ...).
     flags: frozenset[str] = frozenset()
     #: Bytes its buffers hold where the shape does not say (a sparse array: its values and
     #: indices, not the dense size); -1: the shape times the item size.
@@ -559,9 +573,11 @@ class FrameworkSpec:
 
     The fields every framework gives describe its dense arrays (detection by type,
     description, keys); the optional parts of a framework are records by role, each
-    validated on its own, so an author reads only the ones they need: :class:`Package`
-    (installation), :class:`Detection` (array protocols), :class:`ImportRules`,
-    :class:`Devices`, :class:`Casting` and :class:`Diagnostics`.
+    validated on its own, so an author reads only the ones they need:
+    :class:`~interop_core.plugin.Package` (installation),
+    :class:`~interop_core.plugin.Detection` (array protocols),
+    :class:`~interop_core.plugin.ImportRules`, :class:`~interop_core.plugin.Devices`,
+    :class:`~interop_core.plugin.Casting` and :class:`~interop_core.plugin.Diagnostics`.
 
     Detection looks only in ``sys.modules``: ``array_types`` are dotted paths resolved
     from already-imported modules, so the core never imports a framework to find out.
@@ -592,7 +608,8 @@ class FrameworkSpec:
     #: converts the snapshot, never ``obj`` again, so what was described is exactly what is
     #: converted; the warm path keys by the snapshot's type.
     snapshot: Callable[[Any], Any] | None = None
-    #: The flags its objects may carry, with their advice (see :class:`Flag`).
+    #: The flags its objects may carry, with their advice (see
+    #: :class:`~interop_core.plugin.Flag`).
     flags: tuple[Flag, ...] = ()
     #: Whether ``to()`` may target it (False for source-only protocols and wrappers).
     target: bool = True
@@ -700,7 +717,7 @@ class Kind:
     reuse: bool = False
     plugin: str = field(default="", compare=False)
 
-    #: Only the core's array kind (:data:`ARRAYS`) has traits (ArrayTraits: dtype, layout,
+    #: Only the core's array kind (``ARRAYS``) has traits (ArrayTraits: dtype, layout,
     #: read-only, alignment, which converter predicates read and the plan cache keys by)
     #: and the warm path (plans per type, keyed by the framework's ``key``). The objects of
     #: a plugin's kind have neither: they are converted once and used many times, and their

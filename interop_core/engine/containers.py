@@ -50,9 +50,10 @@ def map_leaves(obj: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every leaf of nested containers, rebuilding each container.
 
     Dict keys are kept as they are; values, list items and tuple items are mapped. Raises
-    :class:`ContainerError` for a container that contains itself, cannot be rebuilt, or
-    nests deeper than :data:`MAX_DEPTH`. An :class:`InteropError` from ``fn`` comes out
-    with the item's keys noted (:func:`name_path` names them in its message).
+    :class:`~interop_core.ContainerError` for a container that contains itself, cannot be
+    rebuilt, or nests deeper than ``MAX_DEPTH`` (200). An
+    :class:`~interop_core.InteropError` from ``fn`` comes out with the item's keys noted
+    (``name_path()`` names them in its message).
     """
     return _map(obj, fn, {})
 

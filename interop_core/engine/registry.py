@@ -430,8 +430,10 @@ class Registry:
     # -- names ---------------------------------------------------------------------
 
     def resolve(self, target: Any) -> FrameworkSpec:
-        """The spec a target names now (see :meth:`State.resolve`); a name no plugin
-        loaded so far knows loads the pending ones first."""
+        """The :class:`~interop_core.FrameworkSpec` a target (a framework's name or alias,
+        any case, or its module) names now; a name no plugin loaded so far knows loads the
+        pending ones first. Raises UnknownFrameworkError (with close names) where none does,
+        FrameworkNotInstalledError where its framework is not installed."""
         try:
             return self.state.resolve(target)
         except UnknownFrameworkError:

@@ -21,11 +21,18 @@ if TYPE_CHECKING:
 class Step(NamedTuple):
     """One conversion step of a route."""
 
+    #: The converter's name (``ConverterSpec.name``), e.g. "torch.from_numpy".
     converter: str
+    #: The plugin that declared the converter.
     plugin: str
+    #: The node the step leaves, named as its kind names nodes: "numpy@cpu", "torch@cuda:0",
+    #: "jax function".
     source: str
+    #: The node the step reaches.
     target: str
+    #: True when the step's result shares its input's memory.
     zero_copy: bool
+    #: The converter's caveat (``ConverterSpec.note``), "" for none.
     note: str = ""
     #: The kind of object the step converts ("array", "function", ...).
     kind: str = ARRAY
@@ -49,8 +56,11 @@ class Step(NamedTuple):
 class Route(NamedTuple):
     """What ``to()`` does (or would do) for one object: its steps and what they copy."""
 
+    #: The node the object starts from ("numpy@cpu").
     source: str
+    #: The node it reaches ("torch@cpu").
     target: str
+    #: The conversion steps, in order (none when the object is already what was asked).
     steps: tuple[Step, ...]
     #: Steps that copy; 0 means the result shares the input's memory.
     copies: int

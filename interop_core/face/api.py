@@ -32,7 +32,7 @@ _current: ContextVar[Registry | None] = ContextVar("interop_core_registry", defa
 
 
 def default_registry() -> Registry:
-    """The registry ``to()``/``explain()`` use here: the one :func:`using_registry` made
+    """The registry ``to()``/``explain()`` use here: the one ``using_registry()`` made
     current in this thread or context, else the process-wide one (built-in plugins plus
     entry points, built on first use; the built-in plugins about frameworks not imported yet
     load when a call involves them, see :class:`~interop_core.engine.registry.Registry`)."""
@@ -55,7 +55,7 @@ def default_registry() -> Registry:
 def set_default_registry(registry: Registry | None) -> Registry | None:
     """Replace the process-wide registry (None: rebuild on next use); returns the old one.
 
-    A registry made current by :func:`using_registry` still wins inside its block."""
+    A registry made current by ``using_registry()`` still wins inside its block."""
     global _default
     with _default_lock:
         old, _default = _default, registry

@@ -440,7 +440,7 @@ def _interface_memory(d: dict[str, Any], owner: Any) -> tuple[int, bool, int | N
 
 def read_interface(d: dict[str, Any], owner: Any = None) -> InterfaceInfo:
     """Parse an array-interface dict (version 3) of ``owner``, ``data`` read as by
-    :func:`interface_data`, and check it describes memory that can exist.
+    ``interface_data()``, and check it describes memory that can exist.
 
     InvalidArrayError (a ValueError) for a malformed dict (an entry missing, a shape or
     strides of other than integers, a typestr that is no string) and for an impossible

@@ -95,7 +95,7 @@ def check_framework(
     flags (of the shapes it declares: a Series is 1-d); an example a snapshot opens as a
     dict (a file) is checked entry by entry, and ``to(example, other)`` gives the dict of
     converted entries. Each ``Form`` with flags (sparse, ragged) is checked as
-    :mod:`interop_core.kit.forms` says.
+    ``interop_core.kit.forms`` says.
 
     ``registry`` is made the default registry of the calling thread for the run when
     given; the default registry is used otherwise. Returns one line per check
