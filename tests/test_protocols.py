@@ -290,7 +290,8 @@ def test_a_generic_object_error_lists_the_protocols_looked_for() -> None:
         to(object(), "numpy")
     msg = str(info.value)
     for protocol in ("__dlpack__", "__cuda_array_interface__", "__arrow_c_stream__",
-                     "__array_interface__", "buffer protocol", "__array__", "numpy.asarray(...)"):  # fmt: skip
+                     "__array_interface__", "buffer protocol", "__array__",
+                     "numpy.asarray(...)"):  # fmt: skip
         assert protocol in msg, msg
     # the order of the list is the order detection asks them
     order = ("__dlpack__", "__arrow_c_array__", "__array_interface__", ", __array__")
