@@ -272,8 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Print the route to() would take from SOURCE to TARGET, step by step, "
             "with what it copies and why, without converting anything. SOURCE is a framework "
             "(an example array of it is built: --dtype, --shape, --layout, --form) or a file "
-            "(a path: .safetensors, which to() opens itself; .parquet/.pq, .arrow/.feather/.ipc, "
-            ".npy, .npz, read as the help of --columns says), whose tensors or columns are "
+            "of a kind a plugin reads (a path or a known suffix: the plugins declare them, "
+            "docs/cli.md lists the built-in ones), whose tensors or columns are "
             "explained one by one. Exit 1 when interop_core refuses (no route), 2 when SOURCE "
             "cannot build the example asked for or the file cannot be read."
         ),
@@ -332,10 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--columns",
         default=None,
         metavar="NAME,...",
-        help="with a Parquet, Arrow IPC or npz file: only these columns (arrays). Parquet is "
-        "read with pyarrow.parquet.read_table(memory_map=True), Arrow IPC with "
-        "pyarrow.ipc.open_file over pyarrow.memory_map, .npy with numpy.load(mmap_mode='r'), "
-        ".npz with numpy.load(allow_pickle=False)",
+        help="with a file SOURCE of a table or of named arrays: only these columns (arrays); "
+        "the line explain prints first says how the file was read",
     )
     exp.set_defaults(run=run_explain)
 

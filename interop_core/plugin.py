@@ -77,6 +77,7 @@ from .declare.specs import (
     Device,
     Devices,
     Diagnostics,
+    FileReader,
     Flag,
     Form,
     FormSpec,
@@ -92,7 +93,7 @@ from .declare.specs import (
     c_strides,
     classify_layout,
 )
-from .engine.casting import Cast
+from .engine.casting import Cast, parse_dtype
 from .engine.containers import map_leaves
 from .native import PURE_PYTHON_ENV, pure_python
 
@@ -170,6 +171,7 @@ __all__ = [
     "DeviceError",
     "Devices",
     "Diagnostics",
+    "FileReader",
     "Flag",
     "Form",
     "FormSpec",
@@ -207,6 +209,7 @@ __all__ = [
     "has_buffer",
     "hookimpl",
     "map_leaves",
+    "parse_dtype",
     "pure_python",
     "read_buffer",
     "read_capsule",

@@ -22,6 +22,7 @@ from interop_core.plugin import (
     Detection,
     Devices,
     Diagnostics,
+    FileReader,
     FrameworkSpec,
     ImportRules,
     Package,
@@ -70,6 +71,16 @@ def test_the_roles_default_to_empty_records() -> None:
         (lambda: Casting(astype="float32"), "Casting.astype is a function or None"),
         (lambda: Casting(canonical={"int64": "int32"}), "Casting.canonical is a function or None"),
         (lambda: Diagnostics(forms=[]), "Diagnostics.forms is a tuple"),
+        (lambda: Diagnostics(files=[]), "Diagnostics.files is a tuple"),
+        (
+            lambda: FileReader(("npy",), ".npy", lambda p, c: p),
+            "lower-case suffixes with their dot",
+        ),
+        (
+            lambda: FileReader((".NPY",), ".npy", lambda p, c: p),
+            "lower-case suffixes with their dot",
+        ),
+        (lambda: FileReader((".npy",), ".npy", "numpy.load"), "FileReader.read is a function"),
         # A role given flat, as the fields were before the records.
         (lambda: box(devices=lambda: ["cpu"]), "devices= takes a Devices record"),
         (lambda: box(rules=lambda key: None), "rules= takes a ImportRules record"),

@@ -521,6 +521,39 @@ class Casting:
 
 
 @record
+class FileReader:
+    """A kind of file that ``python -m interop_core explain FILE TARGET`` reads the way user
+    code would before calling ``to()`` (a Parquet file as a pyarrow Table), declared by the
+    plugin of the framework that reads it. A file ``to()`` opens itself (a safetensors file
+    from a ``pathlib.Path``) declares ``read=pathlib.Path``: the command line then explains
+    the Path."""
+
+    #: Lower-case suffixes, with the dot: (".parquet", ".pq").
+    suffixes: tuple[str, ...]
+    #: What kind of file it is, for messages: "Parquet".
+    kind: str
+    #: ``read(path, columns)``: the object to explain (``columns``: the names ``--columns``
+    #: picks, or None for all; a reader of files without names raises when given some).
+    #: Imports its library when it runs; raises on a file it cannot read.
+    read: Callable[[Any, tuple[str, ...] | None], Any]
+    #: How it reads, in the words a user would write: "pyarrow.parquet.read_table(path,
+    #: memory_map=True)".
+    how: str = ""
+
+    def __post_init__(self) -> None:
+        _check_fields(self, tuple, ("suffixes",))
+        _check_fields(self, str, ("kind", "how"))
+        _check_callables(self, ("read",))
+        bad = [x for x in self.suffixes if not (isinstance(x, str) and x.startswith(".")
+                                                 and x == x.lower())]  # fmt: skip
+        if bad or not self.suffixes:
+            raise PluginError(
+                f"FileReader.suffixes are lower-case suffixes with their dot ('.parquet'), "
+                f"not {self.suffixes!r}"
+            )
+
+
+@record
 class Diagnostics:
     """What the doctor, the conformance kit, ``explain`` and error messages use beside the
     spec's ``example``; routing never reads it."""
@@ -537,11 +570,14 @@ class Diagnostics:
     #: Examples the conformance kit builds besides ``example`` (see :class:`Form`): flagged
     #: forms (sparse, ragged), 1-d arrays, files.
     forms: tuple[Form, ...] = ()
+    #: Files the command line's ``explain`` reads with this framework (see
+    #: :class:`FileReader`).
+    files: tuple[FileReader, ...] = ()
 
     def __post_init__(self) -> None:
         _check_fields(self, str, ("constructor",))
         _check_callables(self, ("example_view",))
-        _check_fields(self, tuple, ("ordinary", "forms"))
+        _check_fields(self, tuple, ("ordinary", "forms", "files"))
 
 
 #: The role records of a FrameworkSpec, by field: each is validated on its own.

@@ -27,8 +27,8 @@ from .routes import Route, Step
 
 _EXAMPLES = (
     "a dtype name such as 'int32', a dtype object of an installed framework, a mapping "
-    "from source to target dtype such as {'int64': 'int32'}, or 'canonical' for the target's "
-    "own dtypes (what its asarray makes: JAX's 32-bit kinds while x64 is off)"
+    "from source to target dtype such as {'int64': 'int32'}, or 'canonical' for the dtypes "
+    "the target itself makes of each (what its own asarray gives)"
 )
 #: Names that mean one dtype in every framework; "float" and "int" do not (one framework's
 #: float is float64, another's float32), so they are refused with the names to use instead.

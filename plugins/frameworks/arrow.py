@@ -59,6 +59,7 @@ from ..exchange.columns import (
     refuse_columns,
     unsupported,
 )
+from .file_readers import ARROW_FILES
 from .numpy import aligned_empty, numpy_dtype
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
@@ -704,7 +705,7 @@ def interop_frameworks() -> list[FrameworkSpec]:
             package=Package(module="pyarrow", distribution="pyarrow", install_hint=INSTALL_HINT),
             devices=Devices(visible=_devices, kinds=("cpu",)),
             casting=Casting(astype=astype),
-            diagnostics=Diagnostics(constructor="pyarrow.array(values)"),
+            diagnostics=Diagnostics(constructor="pyarrow.array(values)", files=ARROW_FILES),
         )
     ]  # fmt: skip
 

@@ -27,6 +27,7 @@ from interop_core.plugin import (
 )
 
 from ..native import native
+from .file_readers import NUMPY_FILES
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("numpy",)
@@ -331,7 +332,10 @@ def interop_frameworks() -> list[FrameworkSpec]:
             ),
             casting=Casting(astype=astype, read_dtype=read_dtype),
             diagnostics=Diagnostics(
-                constructor="numpy.asarray", example_view=example_view, ordinary=(_ORDINARY,)
+                constructor="numpy.asarray",
+                example_view=example_view,
+                ordinary=(_ORDINARY,),
+                files=NUMPY_FILES,
             ),
         ),
         FrameworkSpec(

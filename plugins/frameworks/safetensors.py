@@ -61,10 +61,12 @@ from interop_core.plugin import (
     ConverterSpec,
     Detection,
     Diagnostics,
+    FileReader,
     Flag,
     Form,
     FrameworkNotInstalledError,
     FrameworkSpec,
+    OptionError,
     Package,
     TensorFileError,
     TensorInfo,
@@ -395,6 +397,13 @@ def is_path(obj: Any) -> bool:
     return isinstance(obj, pathlib.Path)
 
 
+def as_path(path: Any, columns: tuple[str, ...] | None) -> pathlib.Path:
+    """A safetensors file for the command line's ``explain``: the Path ``to()`` opens."""
+    if columns is not None:
+        raise OptionError("--columns picks columns of tables, not tensors of a safetensors file.")
+    return pathlib.Path(path)
+
+
 def path_hint(obj: Any) -> str | None:
     """The advice for a ``str`` (or ``os.PathLike`` other than a Path) given to ``to()``: a
     string is never opened (it may be a framework name, or data)."""
@@ -490,7 +499,10 @@ def interop_frameworks() -> list[FrameworkSpec]:
                 claims=is_path, protocol="a pathlib.Path of a safetensors file", hint=path_hint
             ),
             casting=Casting(astype=astype),
-            diagnostics=Diagnostics(forms=(Form("file", build=example),)),
+            diagnostics=Diagnostics(
+                forms=(Form("file", build=example),),
+                files=(FileReader((SUFFIX,), NAME, as_path, "to() itself, from a pathlib.Path"),),
+            ),
         )
     ]  # fmt: skip
 
