@@ -209,6 +209,7 @@ SECTIONS = {
     "Ragged arrays": Section(("numpy", "torch", "jax", "tensorflow", "pyarrow"),
                              prelude="import numpy as np\nfrom interop_core import explain, to\n"),
     "Types": Section(("numpy", "torch")),
+    "torch.compile": Section(("numpy", "torch")),
     "GPUs: PyTorch, JAX and CuPy on CUDA": Section(("numpy", "torch", "jax", "cupy"), gpus=2,
                                                    prelude=_GPUS),
 }  # fmt: skip

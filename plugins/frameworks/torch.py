@@ -29,6 +29,7 @@ from interop_core.plugin import (
 )
 
 from ..native import native
+from . import torch_compile
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("torch",)
@@ -387,3 +388,8 @@ def interop_kinds() -> list[KindSpec]:
             description="a torch.nn.Module",
         ),
     ]
+
+
+# torch.compile traces to() through a stand-in registered with dynamo (torch_compile.py): now
+# if torch._dynamo is imported, else right after it is. This imports nothing.
+torch_compile.arm()
