@@ -59,11 +59,18 @@ from ..exchange.columns import (
     refuse_columns,
     unsupported,
 )
-from .file_readers import ARROW_FILES
-from .numpy import aligned_empty, numpy_dtype
+from .numpy import aligned_empty, file_reader, numpy_dtype
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("pyarrow",)
+
+#: The files the command line's ``explain`` reads with pyarrow (frameworks/file_readers.py).
+ARROW_FILES = (
+    file_reader((".parquet", ".pq"), "Parquet", "read_parquet",
+                "pyarrow.parquet.read_table(path, memory_map=True)"),
+    file_reader((".arrow", ".feather", ".ipc"), "Arrow IPC", "read_ipc",
+                "pyarrow.ipc.open_file(pyarrow.memory_map(path)).read_all()"),
+)  # fmt: skip
 
 NAME = "pyarrow"
 

@@ -1,8 +1,9 @@
 """Files that ``python -m interop_core explain FILE TARGET`` reads as user code would before
-calling ``to()``: the ``FileReader`` declarations of the numpy plugin (.npy, .npz) and of
-pyarrow's (Parquet, Arrow IPC). ``to()`` itself opens none of them (a safetensors file it
-does, from a ``pathlib.Path``: frameworks/safetensors.py declares that one). Each reader
-imports its library when it runs.
+calling ``to()``: the readers the numpy plugin (.npy, .npz) and pyarrow's (Parquet, Arrow
+IPC) declare (``FileReader``s, made in those modules with :func:`.numpy.file_reader`, which
+imports this module when a file is read: the first ``to()`` never loads it). ``to()`` itself
+opens none of these files (a safetensors file it does, from a ``pathlib.Path``:
+frameworks/safetensors.py declares that one). Each reader imports its library when it runs.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from interop_core.plugin import FileReader, OptionError
+from interop_core.plugin import OptionError
 
 
 def _picked(names: Sequence[str], columns: Sequence[str] | None, what: str) -> list[str]:
@@ -63,15 +64,3 @@ def read_ipc(path: Any, columns: tuple[str, ...] | None) -> Any:
     return (
         table if columns is None else table.select(_picked(table.column_names, columns, "columns"))
     )
-
-
-NUMPY_FILES = (
-    FileReader((".npy",), ".npy", read_npy, "numpy.load(path, mmap_mode='r')"),
-    FileReader((".npz",), ".npz", read_npz, "numpy.load(path, allow_pickle=False)"),
-)
-ARROW_FILES = (
-    FileReader((".parquet", ".pq"), "Parquet", read_parquet,
-               "pyarrow.parquet.read_table(path, memory_map=True)"),
-    FileReader((".arrow", ".feather", ".ipc"), "Arrow IPC", read_ipc,
-               "pyarrow.ipc.open_file(pyarrow.memory_map(path)).read_all()"),
-)  # fmt: skip

@@ -18,6 +18,7 @@ from interop_core.plugin import (
     ConverterSpec,
     Devices,
     Diagnostics,
+    FileReader,
     FrameworkSpec,
     OrdinaryArrays,
     Package,
@@ -27,10 +28,27 @@ from interop_core.plugin import (
 )
 
 from ..native import native
-from .file_readers import NUMPY_FILES
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("numpy",)
+
+
+def file_reader(suffixes: tuple[str, ...], kind: str, reader: str, how: str) -> FileReader:
+    """A ``FileReader`` whose ``read`` is frameworks/file_readers.py's function ``reader``,
+    imported when a file is read (the command line's ``explain``), never by a ``to()``."""
+
+    def read(path: Any, columns: tuple[str, ...] | None) -> Any:
+        from . import file_readers
+
+        return getattr(file_readers, reader)(path, columns)
+
+    return FileReader(suffixes, kind, read, how)
+
+
+NUMPY_FILES = (
+    file_reader((".npy",), ".npy", "read_npy", "numpy.load(path, mmap_mode='r')"),
+    file_reader((".npz",), ".npz", "read_npz", "numpy.load(path, allow_pickle=False)"),
+)
 
 # ndarray.flags.num bits (numpy's NPY_ARRAY_* constants).
 _C, _F, _WRITEABLE = 0x1, 0x2, 0x400

@@ -29,7 +29,7 @@ from interop_core.plugin import (
 )
 
 from ..native import native
-from . import torch_compile
+from . import dynamo_hook
 
 #: Loaded once it is imported (docs/plugins.md, "Loaded when needed").
 INTEROP_ABOUT = ("torch",)
@@ -391,5 +391,5 @@ def interop_kinds() -> list[KindSpec]:
 
 
 # torch.compile traces to() through a stand-in registered with dynamo (torch_compile.py): now
-# if torch._dynamo is imported, else right after it is. This imports nothing.
-torch_compile.arm()
+# if torch._dynamo is imported, else right after it is (dynamo_hook.py). This imports nothing.
+dynamo_hook.arm()

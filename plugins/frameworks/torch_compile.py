@@ -30,25 +30,20 @@ inductor folds the copy into the consumers of a result that is not returned), an
 ``copy=False`` of a numpy array is left to eager ``to()``.
 
 When it is registered: dynamo must know the stand-in before it first traces a function
-that calls ``to()`` (a frame traced with the graph break keeps it). :func:`arm` (called when
-the torch plugin loads) registers it at once when ``torch._dynamo`` is imported, else when
-it is (a one-shot import hook): importing ``torch._dynamo`` costs ~1.5 s and is never done
-here. :func:`enable` imports it and registers, for a program whose first ``to()`` is inside
-a compiled function before any other ``to()`` ran.
+that calls ``to()`` (a frame traced with the graph break keeps it). The torch plugin calls
+frameworks/dynamo_hook.py's ``arm`` when it loads: it registers the stand-in at once when
+``torch._dynamo`` is imported, else right after it is (a one-shot import hook), importing
+this module only then; importing ``torch._dynamo`` costs ~1.5 s and is never done there.
+:func:`enable` imports it and registers, for a program whose first ``to()`` is inside a
+compiled function before any other ``to()`` ran.
 """
 
 from __future__ import annotations
 
-import sys
-import warnings
 from _thread import allocate_lock
 from collections.abc import Callable
-from contextlib import suppress
 from typing import Any
 
-#: The module whose import makes the stand-in registrable (and whose import is too heavy
-#: to make here).
-DYNAMO = "torch._dynamo"
 #: Why a call is left to eager to(), by the category the stand-in finds: dynamo shows it as
 #: the graph break's reason (and in its error under fullgraph=True).
 _WHY = {
@@ -87,21 +82,11 @@ _names: dict[Any, str] = {}
 _eager: dict[str, Callable[..., Any]] = {}
 
 
-def arm() -> None:
-    """Register the stand-in as soon as dynamo is imported: now if it is, else once it is.
-    Imports nothing (``torch._dynamo`` is imported by ``torch.compile``, not here)."""
-    if _installed:
-        return
-    if DYNAMO in sys.modules:
-        _install_quietly()
-    elif not any(isinstance(f, _AfterDynamo) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterDynamo())
-
-
 def enable() -> None:
     """Register the stand-in now, importing ``torch._dynamo`` if needed (~1.5 s once per
     process). Needed only before the first trace of a program whose first ``to()`` call is
-    inside a compiled function; otherwise the torch plugin registers it (:func:`arm`)."""
+    inside a compiled function; otherwise the torch plugin registers it
+    (frameworks/dynamo_hook.py's ``arm``)."""
     import torch._dynamo  # noqa: F401  (what registration needs)
 
     _install()
@@ -110,63 +95,6 @@ def enable() -> None:
 def installed() -> bool:
     """Whether dynamo traces the stand-in in place of ``to()`` in this process."""
     return _installed
-
-
-class _AfterDynamo:
-    """A one-shot ``sys.meta_path`` finder: registers the stand-in right after
-    ``torch._dynamo`` has been imported (there is no post-import hook in Python). Every other
-    import costs it one comparison."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != DYNAMO:
-            if _imported(DYNAMO):  # imported past this finder (injected, another finder)
-                self._leave()
-                _install_quietly()
-            return None
-        self._leave()  # before the search below, which walks sys.meta_path
-        try:
-            from importlib.util import find_spec
-
-            spec = find_spec(name)
-            loader: Any = getattr(spec, "loader", None)
-            run = getattr(loader, "exec_module", None)
-        except Exception:  # the import machinery's own finders report it, as without us
-            return None
-        if run is None:  # a loader without exec_module: registered at the next plugin load
-            return spec
-
-        def exec_module(module: Any) -> None:
-            run(module)
-            _install_quietly()
-
-        loader.exec_module = exec_module  # this spec's own loader object
-        return spec
-
-    def _leave(self) -> None:
-        if self in sys.meta_path:  # another thread may have taken it out first
-            with suppress(ValueError):
-                sys.meta_path.remove(self)
-
-
-def _imported(name: str) -> bool:
-    """Whether module ``name`` is imported and done executing (not half-initialised)."""
-    module = sys.modules.get(name)
-    return module is not None and not getattr(module.__spec__, "_initializing", False)
-
-
-def _install_quietly() -> None:
-    """:func:`_install`, turning a failure into a warning: it runs inside an import (of
-    torch._dynamo) or a plugin's load, which must not fail for it."""
-    try:
-        _install()
-    except Exception as exc:
-        warnings.warn(
-            "interop_plugins.frameworks.torch_compile could not register to() with "
-            f"torch.compile ({type(exc).__name__}: {exc}); compiled code that calls to() "
-            "graph-breaks there, as without it.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
 
 
 def _install() -> None:
