@@ -481,3 +481,14 @@ def test_layout_of_a_dense_array_says_which_converters_make_it() -> None:
     need("jax")
     with pytest.raises(NoRouteError, match="layout= asks for a result only these converters"):
         to(aligned(DENSE), "jax", layout="coo")
+
+
+def test_a_dense_array_into_scipy_says_scipy_takes_sparse_arrays_only() -> None:
+    """The search never visits the edges of another variant: when every edge into the
+    target is one, the error says so, not what some other route refused on the way."""
+    a = aligned(DENSE)  # writable and aligned: nothing about its memory is in the way
+    with pytest.raises(NoRouteError) as info:
+        to(a, "scipy")
+    first = str(info.value).splitlines()[0]
+    assert "no converter into scipy takes this array: each takes another variant" in first
+    assert "sparse" in first and "read-only" not in first and "aligned" not in first

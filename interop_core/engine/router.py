@@ -323,7 +323,9 @@ class Router:
         sees = self.device_refusal
         found = self.st.graph.search(req.start, goal, excluded, sees)
         if not found.found:
-            relevant = [r for r in found.refused if r.target == target.name] or found.refused
+            relevant = [r for r in found.refused if r.target == target.name]
+            if not relevant:  # the search met no edge into the target: say why none fits
+                relevant = self._none_into(req, target) or found.refused
             if (
                 req.copy is False
                 and self.st.graph.search(req.start._replace(copy=None), goal, excluded, sees).found
@@ -376,6 +378,25 @@ class Router:
             if seen
             else f"No {target} array can be made on this machine: {target} finds no device.",
         )
+
+    def _none_into(self, req: Request, target: FrameworkSpec) -> list[RefusedEdge]:
+        """Why no edge into ``target`` takes the start's objects, when each takes another
+        variant (scipy holds sparse arrays only: a dense array meets none of its edges, and
+        the search never visits another variant's edges): one refusal naming the first
+        three, or none when some edge would take it (a route was cut elsewhere)."""
+        into = [e for e in self.st.declared if e.target == target.name and e.kind == req.start.kind]
+        reasons = [(e, self.st.graph.verdict(e, req.start)) for e in into]
+        if not reasons or any(r is None or category(r) != VARIANT for _, r in reasons):
+            return []
+        shown = "; ".join(f"{e.name} [{e.edge}]: {r}" for e, r in reasons[:3])
+        more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""
+        return [
+            RefusedEdge(
+                "(every converter into it)", target.plugin, f"*->{target.name}",
+                f"no converter into {target.name} takes this {req.start.kind}: each takes "
+                f"another variant ({shown}{more})", target.name,
+            )
+        ]  # fmt: skip
 
     def _check_values(self, req: Request, target: FrameworkSpec) -> None:
         """An option whose edges are taken by value (``opt_value``: ``layout=``) must have a
