@@ -61,6 +61,7 @@ from .columns import (
     flags,
     mapped_memory,
     refuse_columns,
+    unsupported,
     writable_memory,
 )
 
@@ -163,9 +164,7 @@ def _check_mapped(data: Any, what: str) -> None:
 def _column(data: Any, name: Any, producer: str) -> Any:
     """A column of the snapshot: a :class:`CapsuleColumn`; a list column (ragged) as the
     pyarrow array the ragged form converts."""
-    arrow = _arrow()
-
-    return data if arrow.ragged(data.type) else CapsuleColumn(data, name, producer)
+    return data if _arrow().ragged(data.type) else CapsuleColumn(data, name, producer)
 
 
 def snapshot(obj: Any) -> Any:
@@ -178,16 +177,12 @@ def snapshot(obj: Any) -> Any:
         return obj
     import pyarrow as pa
 
-    producer = _producer(obj)
-    what = producer  # "Cannot convert this duckdb DuckDBPyRelation"
-    data = _read(obj, what)
+    producer = _producer(obj)  # "duckdb DuckDBPyRelation": "Cannot convert this ..."
+    data = _read(obj, producer)
     if not pa.types.is_struct(data.type):
         if arrow.element(data.type) is None and not arrow.ragged(data.type):
             kind, advice = arrow.why_not(data.type)
-            raise InvalidArrayError(
-                f"Cannot convert this {what}: it holds {kind}, not numbers or booleans.\n"
-                f"{advice[0].upper()}{advice[1:]}."
-            )
+            raise unsupported(f"this {producer}", kind, f"{advice[0].upper()}{advice[1:]}.")
         if isinstance(data, pa.ChunkedArray) and data.num_chunks == 1:
             data = data.chunk(0)  # a column in one chunk holds that Array
         return _column(data, None, producer)
@@ -200,11 +195,11 @@ def snapshot(obj: Any) -> Any:
     columns = [table.column(i) for i in range(table.num_columns)]
     refuse_columns(
         ((n, *arrow.why_not(c.type)) for n, c in zip(names, columns, strict=True)
-         if arrow.element(c.type) is None and not arrow.ragged(c.type)), what,
+         if arrow.element(c.type) is None and not arrow.ragged(c.type)), producer,
     )  # fmt: skip
     held = [c.chunk(0) if getattr(c, "num_chunks", 0) == 1 else c for c in columns]
     return columns_dict(
-        names, [_column(c, n, producer) for n, c in zip(names, held, strict=True)], what
+        names, [_column(c, n, producer) for n, c in zip(names, held, strict=True)], producer
     )
 
 
